@@ -1,0 +1,61 @@
+# The attention textbook. Needs only Python 3.11+ and make:
+#   make lab    set up (if needed) and open the book in JupyterLab
+#   make test   set up (if needed) and run every check
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(abspath $(VENV)/bin)
+STAMP  := $(VENV)/.installed
+# nbgrader calls alembic by name; the venv's jupyter must find the venv's kernel first.
+export PATH := $(BIN):$(PATH)
+export JUPYTER_PREFER_ENV_PATH := 1
+LAB_ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: help install lab test lint format clean lock
+
+help:
+	@echo "make lab     set up and start JupyterLab on notebooks/"
+	@echo "make test    set up and run lint, unit tests and every notebook (nbval)"
+	@echo "make lint    ruff over attnlib/, tests/ and the notebooks"
+	@echo "make install build $(VENV) from requirements.lock (a no-op when up to date)"
+	@echo "make lock    re-resolve requirements.in into requirements.lock"
+	@echo "make clean   remove $(VENV) and build outputs"
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "error: Python 3.11 or newer is needed (found $$($(PYTHON) --version))."; exit 1; }
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade "pip>=24"
+	$(VENV)/bin/python -m pip install --quiet --no-deps -r requirements.lock
+	$(VENV)/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(VENV)/bin/python -m ipykernel install --sys-prefix --name python3 \
+	  --display-name "Python 3 (attention book)" >/dev/null
+	touch $@
+
+lab: install
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(LAB_ARGS)
+
+lint: install
+	$(BIN)/ruff check attnlib tests notebooks
+
+format: install
+	$(BIN)/ruff format attnlib tests
+	$(BIN)/ruff check --fix attnlib tests notebooks
+
+test: install lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lock:
+	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
+	build/lock-venv/bin/python -m pip install --quiet --upgrade "pip>=24"
+	build/lock-venv/bin/python -m pip install --quiet -r requirements.in
+	build/lock-venv/bin/python -m pip install --quiet --no-deps d2l==1.0.3
+	{ sed -n 1,2p requirements.lock; build/lock-venv/bin/python -m pip freeze --all --exclude-editable \
+	  | grep -v -i '^pip=='; } > requirements.lock.new && mv requirements.lock.new requirements.lock
+	rm -rf build/lock-venv
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

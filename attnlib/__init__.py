@@ -1,0 +1,39 @@
+"""attnlib: the attention mechanisms of the book, one module per chapter.
+
+======================  ===================================================
+chapter                 module
+======================  ===================================================
+2 attention pooling     :mod:`attnlib.pooling` (Nadaraya-Watson)
+3 scoring functions     :mod:`attnlib.scoring` (masked softmax, scores)
+5 multi-head attention  :mod:`attnlib.multihead`
+6 positional encoding   :mod:`attnlib.positional`
+7 the Transformer       :mod:`attnlib.transformer`
+(all)                   :mod:`attnlib.recording` (weights for heatmaps),
+                        :mod:`attnlib.plotting`, :mod:`attnlib.device`
+======================  ===================================================
+
+Importing attnlib imports torch and nothing heavier (no d2l, no matplotlib).
+"""
+from .device import best_device
+from .multihead import MultiHeadAttention
+from .plotting import show_heatmaps
+from .pooling import KERNELS, NWKernelRegression, kernel_weights
+from .positional import (LearnedPositionalEmbedding, PositionalEncoding, RotaryEmbedding,
+                         sinusoidal_table)
+from .recording import AttentionModule, AttentionRecord, record_attention
+from .scoring import (AdditiveAttention, CosineAttention, DotAttention, DotProductAttention,
+                      GeneralAttention, HardAttention, LocalAttention, LocationAttention,
+                      causal_mask, make_mask, masked_softmax, scaled_dot_product)
+from .transformer import AddNorm, PositionWiseFFN, TransformerEncoderBlock
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AddNorm", "AdditiveAttention", "AttentionModule", "AttentionRecord", "CosineAttention",
+    "DotAttention", "DotProductAttention", "GeneralAttention", "HardAttention", "KERNELS",
+    "LearnedPositionalEmbedding", "LocalAttention", "LocationAttention", "MultiHeadAttention",
+    "NWKernelRegression", "PositionWiseFFN", "PositionalEncoding", "RotaryEmbedding",
+    "TransformerEncoderBlock", "best_device", "causal_mask", "kernel_weights", "make_mask",
+    "masked_softmax", "record_attention", "scaled_dot_product", "show_heatmaps",
+    "sinusoidal_table",
+]

@@ -1,0 +1,82 @@
+"""Chapter 5: multi-head attention.
+
+``h`` heads each attend in their own learned subspace of size
+``num_hiddens / h``; their outputs are concatenated and mixed by ``W_o``::
+
+    head_i = Attention(Q W_q^i, K W_k^i, V W_v^i)
+    MultiHead(Q, K, V) = concat(head_1, ..., head_h) W_o
+
+All heads run as one batched computation: one projection produces every
+head's features, and a reshape moves the heads into a batch dimension.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._checks import check_probability, check_qkv, check_size
+from .positional import RotaryEmbedding
+from .recording import AttentionModule
+from .scoring import make_mask, scaled_dot_product
+
+
+class MultiHeadAttention(AttentionModule):
+    """Multi-head scaled dot-product attention with d2l's interface.
+
+    ``forward(queries, keys, values, valid_lens=None, causal=False)``:
+    queries ``(batch, queries, query_size)``, keys ``(batch, keys, key_size)``,
+    values ``(batch, keys, value_size)``; sizes default to ``num_hiddens``.
+    ``valid_lens`` as in :func:`attnlib.scoring.make_mask`; ``causal=True``
+    hides later keys (aligned so the last query sees every key, which is what
+    a key/value cache needs). Returns ``(batch, queries, num_hiddens)``.
+
+    Uses the fused ``F.scaled_dot_product_attention`` unless the weights are
+    being recorded; recorded weights are ``(batch, heads, queries, keys)``.
+    ``rope``, if given, rotates queries and keys by their positions.
+    """
+
+    def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0,
+                 bias: bool = False, *, query_size: int | None = None,
+                 key_size: int | None = None, value_size: int | None = None,
+                 rope: RotaryEmbedding | None = None) -> None:
+        super().__init__()
+        if num_heads < 1 or num_hiddens % num_heads:
+            raise ValueError(f"num_hiddens ({num_hiddens}) must be divisible by "
+                             f"num_heads ({num_heads})")
+        check_probability("dropout", dropout)
+        self.num_hiddens, self.num_heads, self.dropout = num_hiddens, num_heads, dropout
+        self.W_q = nn.Linear(query_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(key_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_v = nn.Linear(value_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.rope = rope
+
+    def transpose_qkv(self, X: torch.Tensor) -> torch.Tensor:
+        """Split the last axis into heads: ``(batch, n, num_hiddens) -> (batch, heads, n, head_dim)``."""
+        X = X.reshape(X.shape[0], X.shape[1], self.num_heads, -1)  # (batch, n, heads, head_dim)
+        return X.transpose(1, 2)  # (batch, heads, n, head_dim)
+
+    def transpose_output(self, X: torch.Tensor) -> torch.Tensor:
+        """Undo :meth:`transpose_qkv`: ``(batch, heads, n, head_dim) -> (batch, n, num_hiddens)``."""
+        X = X.transpose(1, 2)  # (batch, n, heads, head_dim)
+        return X.reshape(X.shape[0], X.shape[1], -1)  # (batch, n, num_hiddens)
+
+    def forward(self, queries, keys, values, valid_lens=None, causal: bool = False):
+        check_qkv(queries, keys, values)
+        for name, x, layer in (("queries", queries, self.W_q), ("keys", keys, self.W_k),
+                               ("values", values, self.W_v)):
+            check_size(name, x.shape[-1], layer.in_features, x)
+        b, nq, nk = queries.shape[0], queries.shape[1], keys.shape[1]
+        mask = make_mask(valid_lens, b, nq, nk)  # (batch, 1 or queries, keys) or None
+        if mask is not None:
+            mask = mask.unsqueeze(1)  # (batch, 1, 1 or queries, keys): same for every head
+        q = self.transpose_qkv(self.W_q(queries))  # (batch, heads, queries, head_dim)
+        k = self.transpose_qkv(self.W_k(keys))  # (batch, heads, keys, head_dim)
+        v = self.transpose_qkv(self.W_v(values))  # (batch, heads, keys, head_dim)
+        if self.rope is not None:
+            q, k = self.rope(q, offset=nk - nq), self.rope(k)
+        p = self.dropout if self.training else 0.0
+        out, weights = scaled_dot_product(q, k, v, mask, causal, p,
+                                          need_weights=self.recording)
+        self._keep(weights)  # (batch, heads, queries, keys), only while recording
+        return self.W_o(self.transpose_output(out))  # (batch, queries, num_hiddens)

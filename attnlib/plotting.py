@@ -1,0 +1,62 @@
+"""Heatmaps of attention weights.
+
+matplotlib is imported inside the function, so ``import attnlib`` stays light.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+
+def show_heatmaps(matrices, xlabel: str = "Keys", ylabel: str = "Queries", titles=None,
+                  figsize=(2.5, 2.5), cmap: str = "viridis", *,
+                  x_labels: Sequence[str] | None = None, y_labels: Sequence[str] | None = None,
+                  row_labels: Sequence[str] | None = None, vmin: float | None = 0.0,
+                  vmax: float | None = None, colorbar: bool = True):
+    """Draw a grid of heatmaps with one shared colour scale and one colour bar.
+
+    ``matrices`` is ``(rows, cols, queries, keys)`` as in d2l (layers x heads,
+    say); 2-D and 3-D inputs are treated as one row. ``x_labels``/``y_labels``
+    put tokens on the axes, and the matrices are cropped to their lengths, so
+    padding is hidden. ``titles`` label the columns, ``row_labels`` the rows.
+    The default colormap, viridis, is perceptually uniform and readable with
+    colour-blindness. Returns the figure; the notebook displays it once.
+    """
+    import matplotlib.pyplot as plt
+
+    M = torch.as_tensor(matrices).detach().float().cpu()
+    if M.dim() == 2:
+        M = M[None, None]  # (1, 1, queries, keys)
+    elif M.dim() == 3:
+        M = M[None]  # (1, cols, queries, keys)
+    if M.dim() != 4:
+        raise ValueError(f"matrices must be 2-D, 3-D or (rows, cols, queries, keys), "
+                         f"got shape {tuple(M.shape)}")
+    for name, labels, size in (("y_labels", y_labels, M.shape[2]), ("x_labels", x_labels, M.shape[3])):
+        if labels is not None and not 0 < len(labels) <= size:
+            raise ValueError(f"{name} has {len(labels)} entries; the matrices have {size} along that axis")
+    nq = len(y_labels) if y_labels is not None else M.shape[2]
+    nk = len(x_labels) if x_labels is not None else M.shape[3]
+    M = M[:, :, :nq, :nk]  # crop padding
+    vmax = float(M.max()) if vmax is None else vmax
+    rows, cols = M.shape[:2]
+    fig, axes = plt.subplots(rows, cols, figsize=(figsize[0] * cols, figsize[1] * rows),
+                             sharex=True, sharey=True, squeeze=False)
+    for i in range(rows):
+        for j in range(cols):
+            ax = axes[i, j]
+            image = ax.imshow(M[i, j].numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+            if x_labels is not None:
+                ax.set_xticks(range(nk), x_labels, rotation=90)
+            if y_labels is not None:
+                ax.set_yticks(range(nq), y_labels)
+            if i == rows - 1:
+                ax.set_xlabel(xlabel)
+            if j == 0:
+                ax.set_ylabel(ylabel if row_labels is None else f"{row_labels[i]}\n{ylabel}")
+            if titles is not None and i == 0:
+                ax.set_title(titles[j])
+    if colorbar:
+        fig.colorbar(image, ax=axes, shrink=0.6)
+    return fig

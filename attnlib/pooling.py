@@ -1,0 +1,103 @@
+"""Chapter 2: attention pooling as Nadaraya-Watson kernel regression.
+
+Given training pairs ``(x_i, y_i)`` (keys and values) and a query ``x``, the
+Nadaraya-Watson estimator predicts
+
+    f(x) = sum_i  K((x - x_i) / h) / sum_j K((x - x_j) / h)  *  y_i
+
+a weighted average of the values whose weights come from how close each key
+is to the query. ``K`` is a kernel and ``h`` its width. This is attention
+pooling with a fixed, non-parametric score; making ``h`` a learned parameter
+gives the simplest parametric attention.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._checks import check_positive, check_tensor
+from .recording import AttentionModule
+
+
+def _gaussian(u):  # log K(u) for exp(-u^2 / 2), computed in log space for stability
+    return -(u ** 2) / 2
+
+
+def _boxcar(u):
+    return torch.where(u.abs() <= 1, 0.0, float("-inf"))
+
+
+def _epanechnikov(u):
+    return torch.log(torch.clamp(1 - u ** 2, min=0.0))
+
+
+def _constant(u):
+    return torch.zeros_like(u)
+
+
+#: name -> log K(u). Working with log K lets a softmax normalise the weights.
+KERNELS = {"gaussian": _gaussian, "boxcar": _boxcar,
+           "epanechnikov": _epanechnikov, "constant": _constant}
+
+
+def kernel_weights(queries, keys, kernel: str = "gaussian", width=1.0):
+    """Nadaraya-Watson weights ``(n_queries, n_keys)``; each row sums to 1 (or is all 0).
+
+    ``queries (n_queries,)``; ``keys (n_keys,)`` shared by every query or
+    ``(n_queries, n_keys)`` per query. A query with no key inside a compact
+    kernel's support gets all-zero weights rather than NaN.
+    """
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+    check_tensor("queries", queries, 1, "(n_queries,)")
+    check_tensor("keys", keys, (1, 2), "(n_keys,) or (n_queries, n_keys)")
+    if keys.dim() == 2 and keys.shape[0] != queries.shape[0]:
+        raise ValueError(f"keys of shape {tuple(keys.shape)} must have one row per query "
+                         f"(queries has shape {tuple(queries.shape)})")
+    if not isinstance(width, torch.Tensor):
+        check_positive("width", width)
+    u = (queries.unsqueeze(-1) - keys) / width  # (n_queries, n_keys)
+    log_k = KERNELS[kernel](u)  # (n_queries, n_keys)
+    empty = torch.isinf(log_k).all(dim=-1, keepdim=True)  # (n_queries, 1)
+    weights = torch.softmax(log_k.masked_fill(empty, 0.0), dim=-1)  # (n_queries, n_keys)
+    return weights.masked_fill(empty, 0.0)
+
+
+class NWKernelRegression(AttentionModule):
+    """Nadaraya-Watson regression; ``learnable=True`` trains the width.
+
+    ``forward(queries, keys, values)``: queries ``(n,)``; keys and values
+    ``(m,)`` shared by all queries or ``(n, m)`` per query (the leave-one-out
+    training set-up). Returns predictions ``(n,)``.
+
+    The learned form follows d2l: a parameter ``w`` scales the distance, so the
+    width is ``1 / |w|``.
+    """
+
+    def __init__(self, kernel: str = "gaussian", width: float = 1.0, learnable: bool = False):
+        super().__init__()
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+        check_positive("width", width)
+        self.kernel = kernel
+        w = torch.tensor([1.0 / width])
+        self.w = nn.Parameter(w) if learnable else None
+        if not learnable:
+            self.register_buffer("_w", w, persistent=False)
+
+    @property
+    def width(self) -> float:
+        w = self.w if self.w is not None else self._w
+        return float(1.0 / w.detach().abs())
+
+    def forward(self, queries, keys, values):
+        check_tensor("values", values, (1, 2), "(n_keys,) or (n_queries, n_keys)")
+        if values.shape != keys.shape:
+            raise ValueError(f"values must match keys: keys {tuple(keys.shape)}, "
+                             f"values {tuple(values.shape)}")
+        w = self.w if self.w is not None else self._w
+        weights = kernel_weights(queries, keys, self.kernel, 1.0 / w.abs())  # (n, m)
+        self._keep(weights.unsqueeze(0))  # (1, n, m): one "batch" of queries
+        if values.dim() == 1:
+            return weights @ values  # (n,)
+        return torch.bmm(weights.unsqueeze(1), values.unsqueeze(-1)).reshape(-1)  # (n,)

@@ -1,0 +1,111 @@
+"""Chapter 6: telling self-attention where each token is.
+
+Self-attention is permutation-equivariant: shuffle the inputs and the outputs
+shuffle the same way. Order must be added to the inputs (absolute encodings:
+:class:`PositionalEncoding`, :class:`LearnedPositionalEmbedding`) or to the
+scores (relative: :class:`RotaryEmbedding`).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._checks import check_probability, check_tensor
+
+
+def sinusoidal_table(max_len: int, num_hiddens: int) -> torch.Tensor:
+    """``P (max_len, num_hiddens)`` with ``P[p, 2j] = sin(p / 10000^(2j/d))``,
+    ``P[p, 2j+1] = cos(p / 10000^(2j/d))``."""
+    pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (max_len, 1)
+    freq = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=torch.float32) / num_hiddens)
+    angles = pos / freq  # (max_len, ceil(d / 2))
+    P = torch.zeros(max_len, num_hiddens)
+    P[:, 0::2] = torch.sin(angles)
+    P[:, 1::2] = torch.cos(angles[:, : num_hiddens // 2])
+    return P
+
+
+class _AbsolutePosition(nn.Module):
+    """Shared forward: add position vectors ``offset .. offset+n-1`` to ``X``, then dropout."""
+
+    def __init__(self, num_hiddens: int, dropout: float, max_len: int) -> None:
+        super().__init__()
+        check_probability("dropout", dropout)
+        self.num_hiddens, self.max_len = num_hiddens, max_len
+        self.dropout = nn.Dropout(dropout)
+
+    def table(self) -> torch.Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def forward(self, X: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """``X (batch, n, num_hiddens)``; ``offset`` is the position of ``X[:, 0]`` (decoding)."""
+        check_tensor("X", X, 3, f"(batch, steps, {self.num_hiddens})")
+        if X.shape[-1] != self.num_hiddens:
+            raise ValueError(f"X has last dim {X.shape[-1]} (shape {tuple(X.shape)}); "
+                             f"expected num_hiddens={self.num_hiddens}")
+        if offset + X.shape[1] > self.max_len:
+            raise ValueError(f"positions up to {offset + X.shape[1]} requested "
+                             f"(X shape {tuple(X.shape)}, offset {offset}), but max_len={self.max_len}")
+        P = self.table()[offset: offset + X.shape[1]]  # (n, num_hiddens)
+        return self.dropout(X + P.to(X.dtype))  # (batch, n, num_hiddens)
+
+
+class PositionalEncoding(_AbsolutePosition):
+    """Sinusoidal positional encoding (Vaswani et al.), d2l's interface.
+
+    A fixed table, so it extends to any length up to ``max_len`` with nothing
+    to learn, and the encoding of ``p + k`` is a rotation of that of ``p``.
+    """
+
+    def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000) -> None:
+        super().__init__(num_hiddens, dropout, max_len)
+        self.register_buffer("P", sinusoidal_table(max_len, num_hiddens).unsqueeze(0),
+                             persistent=False)  # (1, max_len, num_hiddens), as d2l
+
+    def table(self) -> torch.Tensor:
+        return self.P[0]
+
+
+class LearnedPositionalEmbedding(_AbsolutePosition):
+    """One trained vector per position (BERT, GPT): flexible, but blind past ``max_len``."""
+
+    def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000) -> None:
+        super().__init__(num_hiddens, dropout, max_len)
+        self.embedding = nn.Embedding(max_len, num_hiddens)
+
+    def table(self) -> torch.Tensor:
+        return self.embedding.weight
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotary position embedding, RoPE (Su et al.).
+
+    Rotates each pair of features ``(x_2j, x_2j+1)`` of a query or key at
+    position ``p`` by the angle ``p * theta_j``. A dot product of two rotated
+    vectors then depends on their offset only, so attention scores become
+    relative. Apply it to queries and keys, not values.
+    """
+
+    def __init__(self, dim: int, base: float = 10000.0, max_len: int = 4096) -> None:
+        super().__init__()
+        if dim % 2:
+            raise ValueError(f"RotaryEmbedding needs an even dim, got {dim}")
+        self.dim, self.max_len = dim, max_len
+        theta = base ** (-torch.arange(0, dim, 2, dtype=torch.float32) / dim)  # (dim / 2,)
+        angles = torch.arange(max_len, dtype=torch.float32).unsqueeze(1) * theta  # (max_len, dim / 2)
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """``x (..., n, dim)`` at positions ``offset .. offset+n-1``; returns the same shape."""
+        if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[-1] != self.dim:
+            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"x must have shape (..., n, {self.dim}), got {shape}")
+        n = x.shape[-2]
+        if offset + n > self.max_len:
+            raise ValueError(f"positions up to {offset + n} requested, but max_len={self.max_len}")
+        cos = self.cos[offset: offset + n].to(x.dtype)  # (n, dim / 2)
+        sin = self.sin[offset: offset + n].to(x.dtype)  # (n, dim / 2)
+        x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., n, dim / 2) each
+        rotated = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)  # (..., n, dim/2, 2)
+        return rotated.flatten(-2)  # (..., n, dim)

@@ -1,0 +1,341 @@
+"""Chapter 3: attention scoring functions.
+
+An attention layer scores every query against every key, turns the scores
+into weights with a (masked) softmax, and returns the weighted average of the
+values. The modules here differ only in the score::
+
+    dot          q . k                        DotAttention
+    scaled dot   q . k / sqrt(d)              DotProductAttention
+    general      q^T W k                      GeneralAttention    (Luong)
+    cosine       beta * cos(q, k)             CosineAttention     (Graves)
+    location     (W q)_i, ignores the keys    LocationAttention   (Luong)
+    additive     w^T tanh(W_q q + W_k k)      AdditiveAttention   (Bahdanau)
+
+plus two ways to restrict or harden the weights: :class:`LocalAttention`
+(a window around an aligned position) and :class:`HardAttention` (one key,
+picked by argmax or by sampling; not differentiable).
+
+Every forward takes d2l's ``(queries, keys, values, valid_lens)``:
+``queries (batch, queries, d_q)``, ``keys (batch, keys, d_k)``,
+``values (batch, keys, d_v)`` and ``valid_lens`` that is ``None``, ``(batch,)``
+(per sequence), ``(batch, queries)`` (per query) or a boolean mask
+``(batch, keys)`` / ``(batch, queries, keys)`` with True = may attend.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._checks import check_positive, check_probability, check_qkv, check_size, check_tensor
+from .recording import AttentionModule
+
+
+def make_mask(valid_lens, batch_size: int, num_queries: int, num_keys: int):
+    """Turn ``valid_lens`` into a boolean mask ``(batch, 1 or queries, keys)``, True = attend.
+
+    Returns ``None`` when ``valid_lens`` is ``None``. Raises a ``ValueError`` for
+    lengths that are negative, longer than the keys, or of the wrong shape.
+    """
+    if valid_lens is None:
+        return None
+    if not isinstance(valid_lens, torch.Tensor):
+        raise TypeError(f"valid_lens must be a torch.Tensor or None, got {type(valid_lens).__name__}")
+    expected = (f"(batch,) = ({batch_size},), (batch, queries) = ({batch_size}, {num_queries}), "
+                f"or a bool mask (batch, keys) / (batch, queries, keys)")
+    if valid_lens.dtype == torch.bool:
+        ok = valid_lens.shape in ((batch_size, num_keys), (batch_size, num_queries, num_keys))
+        if not ok:
+            raise ValueError(f"valid_lens is a bool mask of shape {tuple(valid_lens.shape)}; "
+                             f"expected ({batch_size}, {num_keys}) or "
+                             f"({batch_size}, {num_queries}, {num_keys})")
+        return valid_lens if valid_lens.dim() == 3 else valid_lens.unsqueeze(1)
+    if valid_lens.shape not in ((batch_size,), (batch_size, num_queries)):
+        raise ValueError(f"valid_lens has shape {tuple(valid_lens.shape)}; expected {expected}")
+    if valid_lens.is_floating_point() and not torch.equal(valid_lens, valid_lens.round()):
+        raise ValueError(f"valid_lens must hold whole numbers, got {valid_lens.tolist()}")
+    if valid_lens.numel() and (valid_lens.min() < 0 or valid_lens.max() > num_keys):
+        raise ValueError(f"valid_lens must lie in [0, {num_keys}] (the number of keys), "
+                         f"got {valid_lens.tolist()}")
+    lens = valid_lens.reshape(batch_size, -1, 1)  # (batch, 1 or queries, 1)
+    positions = torch.arange(num_keys, device=valid_lens.device)  # (keys,)
+    return positions < lens  # (batch, 1 or queries, keys)
+
+
+def causal_mask(num_queries: int, num_keys: int, device=None) -> torch.Tensor:
+    """Boolean ``(queries, keys)`` mask: query i may see keys up to its own position.
+
+    Aligned bottom-right, so the last query sees every key: with a key/value
+    cache the queries are the newest ``num_queries`` positions of ``num_keys``.
+    """
+    offset = num_keys - num_queries
+    return torch.ones(num_queries, num_keys, dtype=torch.bool, device=device).tril(offset)
+
+
+def masked_softmax(X: torch.Tensor, valid_lens=None) -> torch.Tensor:
+    """Softmax over the last axis of ``X (batch, queries, keys)``, ignoring masked keys.
+
+    Masked keys get a weight of exactly 0, and a row whose keys are all masked
+    gets all-zero weights (d2l fills with -1e6 and so spreads the row uniformly
+    over padding; a fill of -inf would give NaN). Works in fp32, fp16 and bf16.
+    """
+    check_tensor("X", X, 3, "(batch, queries, keys)")
+    mask = make_mask(valid_lens, X.shape[0], X.shape[1], X.shape[2])
+    return softmax_with_mask(X, mask)
+
+
+def softmax_with_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Softmax over the last axis; ``mask`` (broadcastable, True = keep) zeroes the rest."""
+    if mask is None:
+        return F.softmax(scores, dim=-1)
+    # The dtype's most negative number, not -inf: a fully masked row stays finite
+    # (uniform), and multiplying by the mask then zeroes it.
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return F.softmax(scores, dim=-1) * mask
+
+
+def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p=0.0,
+                       need_weights=False, scale=None):
+    """Scaled dot-product attention over any leading dims (``(batch, heads, ...)``).
+
+    Shapes: queries ``(..., q, d)``, keys ``(..., k, d)``, values ``(..., k, d_v)``;
+    ``mask`` a boolean tensor broadcastable to ``(..., q, k)``, True = attend.
+    Returns ``(output (..., q, d_v), weights (..., q, k) or None)``.
+
+    Without ``need_weights`` this calls PyTorch's fused
+    ``F.scaled_dot_product_attention``, which never builds the ``q x k`` matrix.
+    With it, the same computation runs step by step and keeps the weights.
+    Either way a query with no visible key returns zeros, not NaN.
+    """
+    nq, nk = queries.shape[-2], keys.shape[-2]
+    if causal and (mask is not None or nq != nk or need_weights):
+        cm = causal_mask(nq, nk, queries.device)  # (queries, keys)
+        mask = cm if mask is None else mask & cm
+        causal = False
+    if not need_weights:
+        if mask is None:
+            return F.scaled_dot_product_attention(
+                queries, keys, values, dropout_p=dropout_p, is_causal=causal, scale=scale), None
+        empty = ~mask.any(dim=-1, keepdim=True)  # (..., q, 1): rows with nothing to see
+        out = F.scaled_dot_product_attention(
+            queries, keys, values, attn_mask=mask | empty, dropout_p=dropout_p, scale=scale)
+        return out.masked_fill(empty, 0.0), None  # (..., q, d_v)
+    scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
+    scores = queries @ keys.transpose(-2, -1) * scale  # (..., q, k)
+    weights = softmax_with_mask(scores, mask)  # (..., q, k)
+    return F.dropout(weights, dropout_p) @ values, weights  # (..., q, d_v)
+
+
+class _ScoredAttention(AttentionModule):
+    """Shared forward: score, masked softmax, dropout, weighted sum of values.
+
+    Subclasses define ``score(queries, keys) -> (batch, queries, keys)``.
+    """
+
+    same_dim = False  # True when the score compares queries and keys directly
+
+    def __init__(self, dropout: float = 0.0) -> None:
+        super().__init__()
+        check_probability("dropout", dropout)
+        self.dropout = nn.Dropout(dropout)
+
+    def score(self, queries, keys):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        check_qkv(queries, keys, values, same_dim=self.same_dim)
+        mask = make_mask(valid_lens, queries.shape[0], queries.shape[1], keys.shape[1])
+        scores = self.score(queries, keys)  # (batch, queries, keys)
+        return self.attend(scores, mask, values)
+
+    def attend(self, scores, mask, values):
+        """Weights from ``scores`` and ``mask``, then their average of ``values``."""
+        weights = softmax_with_mask(scores, mask)  # (batch, queries, keys)
+        self._keep(weights)
+        return torch.bmm(self.dropout(weights), values)  # (batch, queries, value_size)
+
+
+class DotAttention(_ScoredAttention):
+    """Plain dot-product score ``q . k`` (Luong's "dot"). Grows with the dimension."""
+
+    same_dim = True
+
+    def score(self, queries, keys):
+        return torch.bmm(queries, keys.transpose(1, 2))  # (batch, queries, keys)
+
+
+class DotProductAttention(_ScoredAttention):
+    """Scaled dot-product attention, ``softmax(q k^T / sqrt(d)) v`` (Vaswani et al.).
+
+    Dividing by ``sqrt(d)`` keeps the scores' variance near 1 whatever the
+    dimension, so the softmax does not saturate. Uses PyTorch's fused kernel
+    unless the weights are being recorded.
+    """
+
+    same_dim = True
+
+    def score(self, queries, keys):
+        return torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+
+    def forward(self, queries, keys, values, valid_lens=None, causal: bool = False):
+        check_qkv(queries, keys, values, same_dim=True)
+        mask = make_mask(valid_lens, queries.shape[0], queries.shape[1], keys.shape[1])
+        p = self.dropout.p if self.training else 0.0
+        out, weights = scaled_dot_product(queries, keys, values, mask, causal, p,
+                                          need_weights=self.recording)
+        self._keep(weights)
+        return out  # (batch, queries, value_size)
+
+
+class GeneralAttention(_ScoredAttention):
+    """Bilinear ("general") score ``q^T W k`` (Luong et al.): queries and keys may differ in size."""
+
+    def __init__(self, query_size: int, key_size: int, dropout: float = 0.0) -> None:
+        super().__init__(dropout)
+        self.query_size, self.key_size = query_size, key_size
+        self.W = nn.Linear(key_size, query_size, bias=False)
+
+    def score(self, queries, keys):
+        check_size("queries", queries.shape[-1], self.query_size, queries)
+        check_size("keys", keys.shape[-1], self.key_size, keys)
+        return torch.bmm(queries, self.W(keys).transpose(1, 2))  # (batch, queries, keys)
+
+
+class CosineAttention(_ScoredAttention):
+    """Content-based score ``beta * cos(q, k)`` (Graves et al., Neural Turing Machines).
+
+    The cosine ignores vector lengths and lies in [-1, 1]; ``beta`` (the
+    "key strength") sharpens the softmax.
+    """
+
+    same_dim = True
+
+    def __init__(self, beta: float = 1.0, dropout: float = 0.0) -> None:
+        super().__init__(dropout)
+        check_positive("beta", beta)
+        self.beta = beta
+
+    def score(self, queries, keys):
+        q = F.normalize(queries, dim=-1)  # (batch, queries, d)
+        k = F.normalize(keys, dim=-1)  # (batch, keys, d)
+        return self.beta * torch.bmm(q, k.transpose(1, 2))  # (batch, queries, keys)
+
+
+class LocationAttention(_ScoredAttention):
+    """Location-based score ``(W q)_i`` (Luong et al.): the weights depend on the query only.
+
+    ``W`` maps a query to one score per key position, so the module needs the
+    largest number of keys it will see, ``max_keys``.
+    """
+
+    def __init__(self, query_size: int, max_keys: int, dropout: float = 0.0) -> None:
+        super().__init__(dropout)
+        self.query_size, self.max_keys = query_size, max_keys
+        self.W = nn.Linear(query_size, max_keys, bias=False)
+
+    def score(self, queries, keys):
+        check_size("queries", queries.shape[-1], self.query_size, queries)
+        if keys.shape[1] > self.max_keys:
+            raise ValueError(f"keys has {keys.shape[1]} positions (shape {tuple(keys.shape)}), "
+                             f"more than max_keys={self.max_keys}")
+        return self.W(queries)[..., : keys.shape[1]]  # (batch, queries, keys)
+
+
+class AdditiveAttention(_ScoredAttention):
+    """Additive score ``w_v^T tanh(W_q q + W_k k)`` (Bahdanau et al.).
+
+    A one-hidden-layer MLP scores each query-key pair, so queries and keys may
+    have different sizes. ``query_size``/``key_size`` default to lazy layers
+    that infer them on the first call, as d2l's ``AdditiveAttention(num_hiddens, dropout)``.
+    """
+
+    def __init__(self, num_hiddens: int, dropout: float = 0.0, *,
+                 query_size: int | None = None, key_size: int | None = None) -> None:
+        super().__init__(dropout)
+        self.W_q = _linear(query_size, num_hiddens)
+        self.W_k = _linear(key_size, num_hiddens)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+
+    def score(self, queries, keys):
+        for name, x, layer in (("queries", queries, self.W_q), ("keys", keys, self.W_k)):
+            if not isinstance(layer, nn.LazyLinear):
+                check_size(name, x.shape[-1], layer.in_features, x)
+        q, k = self.W_q(queries), self.W_k(keys)  # (batch, queries, h), (batch, keys, h)
+        features = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))  # (batch, queries, keys, h)
+        return self.w_v(features).squeeze(-1)  # (batch, queries, keys)
+
+
+class LocalAttention(DotProductAttention):
+    """Scaled dot-product attention restricted to a window (Luong et al.'s local-m).
+
+    Query ``t`` is aligned with key position ``p_t = t (n_k - 1) / (n_q - 1)``
+    (``p_t = t`` for self-attention) and sees only keys with ``|s - p_t| <= window``.
+    The cost of a banded implementation is ``O(n * window)``; this one masks a
+    full score matrix, which is clearer and fine at book sizes.
+    """
+
+    def __init__(self, window: int, dropout: float = 0.0) -> None:
+        super().__init__(dropout)
+        if not isinstance(window, int) or window < 0:
+            raise ValueError(f"window must be a non-negative int, got {window!r}")
+        self.window = window
+
+    def band(self, num_queries: int, num_keys: int, device=None) -> torch.Tensor:
+        """Boolean ``(queries, keys)`` mask of each query's window."""
+        ratio = (num_keys - 1) / max(num_queries - 1, 1)
+        centre = torch.arange(num_queries, device=device) * ratio  # (queries,)
+        dist = torch.arange(num_keys, device=device) - centre.unsqueeze(1)  # (queries, keys)
+        return dist.abs() <= self.window + 1e-6
+
+    def forward(self, queries, keys, values, valid_lens=None, causal: bool = False):
+        check_qkv(queries, keys, values, same_dim=True)
+        b, nq, nk = queries.shape[0], queries.shape[1], keys.shape[1]
+        mask = make_mask(valid_lens, b, nq, nk)
+        band = self.band(nq, nk, queries.device)  # (queries, keys)
+        mask = band if mask is None else mask & band  # (batch, queries, keys)
+        p = self.dropout.p if self.training else 0.0
+        out, weights = scaled_dot_product(queries, keys, values, mask, causal, p,
+                                          need_weights=self.recording)
+        self._keep(weights)
+        return out  # (batch, queries, value_size)
+
+
+class HardAttention(DotProductAttention):
+    """Attend to exactly one key: the argmax of the scaled dot-product weights, or a sample.
+
+    The output is the chosen value itself. Picking an index is not a
+    differentiable operation, so no gradient reaches the queries or keys; this
+    is why soft attention, an expectation over the same choice, is what gets
+    trained by backpropagation. ``mode`` is ``"argmax"`` or ``"sample"``.
+    """
+
+    def __init__(self, mode: str = "argmax", generator: torch.Generator | None = None) -> None:
+        super().__init__(dropout=0.0)
+        if mode not in ("argmax", "sample"):
+            raise ValueError(f"mode must be 'argmax' or 'sample', got {mode!r}")
+        self.mode, self.generator = mode, generator
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        check_qkv(queries, keys, values, same_dim=True)
+        mask = make_mask(valid_lens, queries.shape[0], queries.shape[1], keys.shape[1])
+        soft = softmax_with_mask(self.score(queries, keys), mask)  # (batch, queries, keys)
+        if self.mode == "argmax":
+            choice = soft.argmax(dim=-1)  # (batch, queries)
+        else:
+            flat = soft.reshape(-1, soft.shape[-1])  # (batch * queries, keys)
+            safe = torch.where(flat.sum(-1, keepdim=True) > 0, flat, torch.ones_like(flat))
+            choice = torch.multinomial(safe, 1, generator=self.generator).view(soft.shape[:-1])
+        weights = F.one_hot(choice, soft.shape[-1]).to(soft.dtype)  # (batch, queries, keys)
+        if mask is not None:
+            weights = weights * mask  # a fully masked row picks nothing
+        self._keep(weights)
+        return torch.bmm(weights, values)  # (batch, queries, value_size)
+
+
+def _linear(in_features: int | None, out_features: int) -> nn.Module:
+    """A bias-free linear layer; lazy (size inferred on first call) when ``in_features`` is None."""
+    if in_features is None:
+        return nn.LazyLinear(out_features, bias=False)
+    return nn.Linear(in_features, out_features, bias=False)
