@@ -9,6 +9,8 @@ STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 export JUPYTER_PREFER_ENV_PATH := 1
 LAB_ARGS ?=
+# Jupyter refuses to run as root (containers, CI) unless told it may.
+ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
 
 .PHONY: help install lab test lint format clean lock
@@ -35,7 +37,7 @@ $(STAMP): requirements.lock pyproject.toml
 	touch $@
 
 lab: install
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_ARGS) $(LAB_ARGS)
 
 lint: install
 	$(BIN)/ruff check attnlib tests notebooks

@@ -18,12 +18,22 @@ from .device import best_device
 from .multihead import MultiHeadAttention
 from .plotting import show_heatmaps
 from .pooling import KERNELS, NWKernelRegression, kernel_weights
-from .positional import (LearnedPositionalEmbedding, PositionalEncoding, RotaryEmbedding,
-                         sinusoidal_table)
+from .positional import LearnedPositionalEmbedding, PositionalEncoding, RotaryEmbedding, sinusoidal_table
 from .recording import AttentionModule, AttentionRecord, record_attention
-from .scoring import (AdditiveAttention, CosineAttention, DotAttention, DotProductAttention,
-                      GeneralAttention, HardAttention, LocalAttention, LocationAttention,
-                      causal_mask, make_mask, masked_softmax, scaled_dot_product)
+from .scoring import (
+                         AdditiveAttention,
+                         CosineAttention,
+                         DotAttention,
+                         DotProductAttention,
+                         GeneralAttention,
+                         HardAttention,
+                         LocalAttention,
+                         LocationAttention,
+                         causal_mask,
+                         make_mask,
+                         masked_softmax,
+                         scaled_dot_product,
+)
 from .transformer import AddNorm, PositionWiseFFN, TransformerEncoderBlock
 
 __version__ = "0.1.0"

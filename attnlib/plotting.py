@@ -4,7 +4,7 @@ matplotlib is imported inside the function, so ``import attnlib`` stays light.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

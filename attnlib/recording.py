@@ -16,8 +16,8 @@ Modules called once per decoding step record one entry per call;
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import torch
 from torch import nn

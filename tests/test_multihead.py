@@ -1,0 +1,145 @@
+"""MultiHeadAttention against d2l, nn.MultiheadAttention and raw SDPA; masks; properties."""
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+import attnlib as A
+from tests.conftest import copy_linear_weights
+
+QKVO = ["W_q", "W_k", "W_v", "W_o"]
+
+
+def torch_mha_like(ours: A.MultiHeadAttention) -> nn.MultiheadAttention:
+    """An nn.MultiheadAttention holding the same weights as ``ours`` (bias=True)."""
+    ref = nn.MultiheadAttention(ours.num_hiddens, ours.num_heads, batch_first=True)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([ours.W_q.weight, ours.W_k.weight, ours.W_v.weight]))
+        ref.in_proj_bias.copy_(torch.cat([ours.W_q.bias, ours.W_k.bias, ours.W_v.bias]))
+        ref.out_proj.weight.copy_(ours.W_o.weight)
+        ref.out_proj.bias.copy_(ours.W_o.bias)
+    return ref.eval()
+
+
+@pytest.mark.parametrize("vl", [None, torch.tensor([3, 5]), torch.tensor([[1, 2, 3, 4], [5, 5, 2, 1]])])
+def test_matches_d2l(d2l, vl):
+    q, kv = torch.randn(2, 4, 16), torch.randn(2, 5, 16)
+    ours, theirs = A.MultiHeadAttention(16, 4, 0.0).eval(), d2l.MultiHeadAttention(16, 4, 0.0).eval()
+    theirs(q, kv, kv, vl)  # materialise d2l's lazy layers
+    copy_linear_weights(ours, theirs, QKVO)
+    expected = theirs(q, kv, kv, vl)
+    torch.testing.assert_close(ours(q, kv, kv, vl), expected)
+    with A.record_attention(ours) as rec:
+        torch.testing.assert_close(ours(q, kv, kv, vl), expected)
+    d2l_weights = theirs.attention.attention_weights.reshape(2, 4, 4, 5)
+    torch.testing.assert_close(rec.last("MultiHeadAttention"), d2l_weights)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+def test_matches_torch_multihead_outputs_and_grads(need_weights, causal):
+    ours = A.MultiHeadAttention(24, 3, 0.0, bias=True).eval()
+    ref = torch_mha_like(ours)
+    X1 = torch.randn(3, 6, 24, requires_grad=True)
+    X2 = X1.detach().clone().requires_grad_(True)
+    lens = torch.tensor([6, 2, 4])
+    padding = torch.arange(6) >= lens[:, None]  # (batch, keys), True = ignore (torch's convention)
+    future = torch.ones(6, 6, dtype=torch.bool).triu(1) if causal else None
+    if need_weights:
+        with A.record_attention(ours) as rec:
+            out1 = ours(X1, X1, X1, lens, causal=causal)
+    else:
+        out1 = ours(X1, X1, X1, lens, causal=causal)
+    out2, w2 = ref(X2, X2, X2, key_padding_mask=padding, attn_mask=future,
+                   need_weights=True, average_attn_weights=False)
+    torch.testing.assert_close(out1, out2)
+    if need_weights:
+        torch.testing.assert_close(rec.last("MultiHeadAttention"), w2)
+    out1.pow(2).sum().backward()
+    out2.pow(2).sum().backward()
+    torch.testing.assert_close(X1.grad, X2.grad)
+    torch.testing.assert_close(ours.W_o.weight.grad, ref.out_proj.weight.grad)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("kind", ["none", "padding", "causal", "both"])
+def test_core_matches_raw_sdpa(need_weights, kind):
+    q, k, v = (torch.randn(2, 3, 5, 8, requires_grad=True) for _ in range(3))
+    mask = None
+    if kind in ("padding", "both"):
+        mask = (torch.arange(5) < torch.tensor([5, 3]).view(2, 1, 1, 1))  # (batch, 1, 1, keys)
+    causal = kind in ("causal", "both")
+    out, weights = A.scaled_dot_product(q, k, v, mask, causal, need_weights=need_weights)
+    ref_mask = mask
+    if causal:
+        tri = torch.ones(5, 5, dtype=torch.bool).tril()
+        ref_mask = tri if mask is None else mask & tri
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=ref_mask)
+    torch.testing.assert_close(out, ref)
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    ref_grads = torch.autograd.grad(ref.sum(), (q, k, v))
+    for g, r in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(g, r)
+    assert (weights is not None) == need_weights
+
+
+def test_causal_with_fewer_queries_sees_the_prefix():
+    """One new query against 4 cached keys (decoding) sees all of them."""
+    q, k, v = torch.randn(1, 1, 1, 4), torch.randn(1, 1, 4, 4), torch.randn(1, 1, 4, 4)
+    out, w = A.scaled_dot_product(q, k, v, causal=True, need_weights=True)
+    assert (w > 0).all()
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v))
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_causal_output_ignores_the_future(train):
+    mha = A.MultiHeadAttention(16, 4, dropout=0.2).train(train)
+    X = torch.randn(2, 7, 16)
+    Y = X.clone()
+    Y[:, 4:] = torch.randn(2, 3, 16)  # change steps 4.. only
+    torch.manual_seed(1)
+    a = mha(X, X, X, causal=True)
+    torch.manual_seed(1)
+    b = mha(Y, Y, Y, causal=True)
+    torch.testing.assert_close(a[:, :4], b[:, :4])
+    assert not torch.allclose(a[:, 4:], b[:, 4:])
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 8), seed=st.integers(0, 2**16))
+def test_self_attention_is_permutation_equivariant(n, seed):
+    torch.manual_seed(seed)
+    mha = A.MultiHeadAttention(8, 2).eval()
+    X = torch.randn(1, n, 8)
+    perm = torch.randperm(n)
+    torch.testing.assert_close(mha(X, X, X)[:, perm], mha(X[:, perm], X[:, perm], X[:, perm]))
+
+
+def test_rope_makes_scores_relative():
+    rope = A.RotaryEmbedding(8)
+    mha = A.MultiHeadAttention(16, 2, rope=rope).eval()
+    X = torch.randn(1, 5, 16)
+    perm = torch.tensor([4, 3, 2, 1, 0])
+    # with RoPE, self-attention is no longer permutation-equivariant
+    assert not torch.allclose(mha(X, X, X)[:, perm], mha(X[:, perm], X[:, perm], X[:, perm]))
+
+
+def test_encoder_block_matches_d2l(d2l):
+    X, vl = torch.randn(2, 6, 24), torch.tensor([3, 6])
+    ours = A.TransformerEncoderBlock(24, 48, 8, 0.5).eval()
+    theirs = d2l.TransformerEncoderBlock(24, 48, 8, 0.5).eval()
+    theirs(X, vl)  # materialise lazy layers
+    theirs.load_state_dict(ours.state_dict())
+    torch.testing.assert_close(ours(X, vl), theirs(X, vl))
+
+
+def test_pre_norm_block_keeps_an_identity_path():
+    block = A.TransformerEncoderBlock(8, 16, 2, pre_norm=True).eval()
+    with torch.no_grad():
+        block.attention.W_o.weight.zero_()
+        block.ffn.dense2.weight.zero_()
+        block.ffn.dense2.bias.zero_()
+    X = torch.randn(2, 4, 8)
+    torch.testing.assert_close(block(X), X)
