@@ -21,18 +21,18 @@ from .pooling import KERNELS, NWKernelRegression, kernel_weights
 from .positional import LearnedPositionalEmbedding, PositionalEncoding, RotaryEmbedding, sinusoidal_table
 from .recording import AttentionModule, AttentionRecord, record_attention
 from .scoring import (
-                         AdditiveAttention,
-                         CosineAttention,
-                         DotAttention,
-                         DotProductAttention,
-                         GeneralAttention,
-                         HardAttention,
-                         LocalAttention,
-                         LocationAttention,
-                         causal_mask,
-                         make_mask,
-                         masked_softmax,
-                         scaled_dot_product,
+    AdditiveAttention,
+    CosineAttention,
+    DotAttention,
+    DotProductAttention,
+    GeneralAttention,
+    HardAttention,
+    LocalAttention,
+    LocationAttention,
+    causal_mask,
+    make_mask,
+    masked_softmax,
+    scaled_dot_product,
 )
 from .transformer import AddNorm, PositionWiseFFN, TransformerEncoderBlock
 
