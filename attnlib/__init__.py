@@ -17,7 +17,7 @@ Importing attnlib imports torch and nothing heavier (no d2l, no matplotlib).
 from .device import best_device
 from .multihead import MultiHeadAttention
 from .plotting import show_heatmaps
-from .pooling import KERNELS, NWKernelRegression, kernel_weights
+from .pooling import KERNELS, NWKernelRegression, kernel_weights, leave_one_out, loo_cv_mse
 from .positional import LearnedPositionalEmbedding, PositionalEncoding, RotaryEmbedding, sinusoidal_table
 from .recording import AttentionModule, AttentionRecord, record_attention
 from .scoring import (
@@ -43,7 +43,8 @@ __all__ = [
     "DotAttention", "DotProductAttention", "GeneralAttention", "HardAttention", "KERNELS",
     "LearnedPositionalEmbedding", "LocalAttention", "LocationAttention", "MultiHeadAttention",
     "NWKernelRegression", "PositionWiseFFN", "PositionalEncoding", "RotaryEmbedding",
-    "TransformerEncoderBlock", "best_device", "causal_mask", "kernel_weights", "make_mask",
+    "TransformerEncoderBlock", "best_device", "causal_mask", "kernel_weights", "leave_one_out",
+    "loo_cv_mse", "make_mask",
     "masked_softmax", "record_attention", "scaled_dot_product", "show_heatmaps",
     "sinusoidal_table",
 ]

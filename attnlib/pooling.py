@@ -56,11 +56,54 @@ def kernel_weights(queries, keys, kernel: str = "gaussian", width=1.0):
                          f"(queries has shape {tuple(queries.shape)})")
     if not isinstance(width, torch.Tensor):
         check_positive("width", width)
+    elif not bool((width > 0).all()):
+        raise ValueError(f"width must be positive, got {width.detach().flatten().tolist()}")
     u = (queries.unsqueeze(-1) - keys) / width  # (n_queries, n_keys)
     log_k = KERNELS[kernel](u)  # (n_queries, n_keys)
     empty = torch.isinf(log_k).all(dim=-1, keepdim=True)  # (n_queries, 1)
     weights = torch.softmax(log_k.masked_fill(empty, 0.0), dim=-1)  # (n_queries, n_keys)
     return weights.masked_fill(empty, 0.0)
+
+
+def leave_one_out(x, y):
+    """Keys and values ``(n, n - 1)``: row ``i`` holds every training pair except pair ``i``.
+
+    Training a learned width with ``x`` as both queries and keys has a trivial
+    optimum: width -> 0, so each point attends only to itself and copies its
+    own label (zero training loss, a useless model). Removing pair ``i`` from
+    the keys of query ``i`` makes the model predict each label from its
+    neighbours instead.
+    """
+    check_tensor("x", x, 1, "(n,)")
+    check_tensor("y", y, 1, "(n,)")
+    if x.shape != y.shape or len(x) < 2:
+        raise ValueError(f"x and y must have the same shape (n,) with n >= 2, "
+                         f"got x {tuple(x.shape)} and y {tuple(y.shape)}")
+    n = len(x)
+    keep = ~torch.eye(n, dtype=torch.bool, device=x.device)  # (n, n), False on the diagonal
+    keys = x.expand(n, n)[keep].reshape(n, n - 1)  # (n, n - 1)
+    values = y.expand(n, n)[keep].reshape(n, n - 1)  # (n, n - 1)
+    return keys, values
+
+
+def loo_cv_mse(x, y, kernel: str = "gaussian", widths=(1.0,)):
+    """Leave-one-out cross-validation error of Nadaraya-Watson, one value per width.
+
+    For each width, predict every ``y_i`` from the other ``n - 1`` pairs and
+    average the squared errors. Points whose window holds no other key (compact
+    kernels with a small width) predict 0, which the error then punishes.
+    Returns a tensor ``(len(widths),)``.
+    """
+    widths = list(widths)
+    if not widths:
+        raise ValueError("widths must hold at least one width, got an empty sequence")
+    keys, values = leave_one_out(x, y)  # (n, n - 1) each
+    errors = []
+    for width in widths:
+        weights = kernel_weights(x, keys, kernel, width)  # (n, n - 1)
+        y_hat = (weights * values).sum(dim=-1)  # (n,)
+        errors.append(((y_hat - y) ** 2).mean())
+    return torch.stack(errors)  # (len(widths),)
 
 
 class NWKernelRegression(AttentionModule):
