@@ -18,7 +18,13 @@ from .device import best_device
 from .multihead import MultiHeadAttention
 from .plotting import show_heatmaps
 from .pooling import KERNELS, NWKernelRegression, kernel_weights, leave_one_out, loo_cv_mse
-from .positional import LearnedPositionalEmbedding, PositionalEncoding, RotaryEmbedding, sinusoidal_table
+from .positional import (
+    LearnedPositionalEmbedding,
+    PositionalEncoding,
+    RotaryEmbedding,
+    offset_rotation,
+    sinusoidal_table,
+)
 from .recording import AttentionModule, AttentionRecord, record_attention
 from .scoring import (
     AdditiveAttention,
@@ -45,6 +51,6 @@ __all__ = [
     "NWKernelRegression", "PositionWiseFFN", "PositionalEncoding", "RotaryEmbedding",
     "TransformerEncoderBlock", "best_device", "causal_mask", "kernel_weights", "leave_one_out",
     "loo_cv_mse", "make_mask",
-    "masked_softmax", "record_attention", "scaled_dot_product", "show_heatmaps",
+    "masked_softmax", "offset_rotation", "record_attention", "scaled_dot_product", "show_heatmaps",
     "sinusoidal_table",
 ]

@@ -13,9 +13,25 @@ from torch import nn
 from ._checks import check_probability, check_tensor
 
 
+def _check_count(name: str, value) -> None:
+    """Require a positive ``int`` (a length or a width)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be positive, got {value}")
+
+
+def _check_offset(offset) -> None:
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise ValueError(f"offset must be a non-negative int (the position of the first step), "
+                         f"got {offset!r}")
+
+
 def sinusoidal_table(max_len: int, num_hiddens: int) -> torch.Tensor:
     """``P (max_len, num_hiddens)`` with ``P[p, 2j] = sin(p / 10000^(2j/d))``,
-    ``P[p, 2j+1] = cos(p / 10000^(2j/d))``."""
+    ``P[p, 2j+1] = cos(p / 10000^(2j/d))``. An odd ``num_hiddens`` ends with a lone sine column."""
+    _check_count("max_len", max_len)
+    _check_count("num_hiddens", num_hiddens)
     pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (max_len, 1)
     freq = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=torch.float32) / num_hiddens)
     angles = pos / freq  # (max_len, ceil(d / 2))
@@ -25,11 +41,39 @@ def sinusoidal_table(max_len: int, num_hiddens: int) -> torch.Tensor:
     return P
 
 
+def offset_rotation(offset: int, num_hiddens: int) -> torch.Tensor:
+    """The matrix ``M_k (num_hiddens, num_hiddens)`` with ``P[p + k] = M_k @ P[p]`` for every ``p``.
+
+    Each pair ``(sin(p w_j), cos(p w_j))`` moves ``k`` steps by the angle-addition
+    formulas, a 2x2 rotation by ``k w_j`` that does not depend on ``p``::
+
+        [sin((p+k) w)]   [ cos(k w)  sin(k w)] [sin(p w)]
+        [cos((p+k) w)] = [-sin(k w)  cos(k w)] [cos(p w)]
+
+    so ``M_k`` is block diagonal. This is why a linear layer can learn to attend
+    "k positions back". ``offset`` may be negative; ``num_hiddens`` must be even.
+    """
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise TypeError(f"offset must be an int, got {type(offset).__name__}")
+    _check_count("num_hiddens", num_hiddens)
+    if num_hiddens % 2:
+        raise ValueError(f"offset_rotation needs an even num_hiddens (sine/cosine pairs), "
+                         f"got {num_hiddens}")
+    freq = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=torch.float64) / num_hiddens)
+    angle = offset / freq  # (num_hiddens / 2,): k w_j
+    cos, sin = angle.cos(), angle.sin()
+    blocks = torch.stack((torch.stack((cos, sin), -1),
+                          torch.stack((-sin, cos), -1)), -2)  # (num_hiddens / 2, 2, 2)
+    return torch.block_diag(*blocks).float()  # (num_hiddens, num_hiddens)
+
+
 class _AbsolutePosition(nn.Module):
     """Shared forward: add position vectors ``offset .. offset+n-1`` to ``X``, then dropout."""
 
     def __init__(self, num_hiddens: int, dropout: float, max_len: int) -> None:
         super().__init__()
+        _check_count("num_hiddens", num_hiddens)
+        _check_count("max_len", max_len)
         check_probability("dropout", dropout)
         self.num_hiddens, self.max_len = num_hiddens, max_len
         self.dropout = nn.Dropout(dropout)
@@ -43,6 +87,7 @@ class _AbsolutePosition(nn.Module):
         if X.shape[-1] != self.num_hiddens:
             raise ValueError(f"X has last dim {X.shape[-1]} (shape {tuple(X.shape)}); "
                              f"expected num_hiddens={self.num_hiddens}")
+        _check_offset(offset)
         if offset + X.shape[1] > self.max_len:
             raise ValueError(f"positions up to {offset + X.shape[1]} requested "
                              f"(X shape {tuple(X.shape)}, offset {offset}), but max_len={self.max_len}")
@@ -88,6 +133,8 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, dim: int, base: float = 10000.0, max_len: int = 4096) -> None:
         super().__init__()
+        _check_count("dim", dim)
+        _check_count("max_len", max_len)
         if dim % 2:
             raise ValueError(f"RotaryEmbedding needs an even dim, got {dim}")
         self.dim, self.max_len = dim, max_len
@@ -101,6 +148,7 @@ class RotaryEmbedding(nn.Module):
         if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[-1] != self.dim:
             shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
             raise ValueError(f"x must have shape (..., n, {self.dim}), got {shape}")
+        _check_offset(offset)
         n = x.shape[-2]
         if offset + n > self.max_len:
             raise ValueError(f"positions up to {offset + n} requested, but max_len={self.max_len}")
