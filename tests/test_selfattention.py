@@ -1,0 +1,131 @@
+"""Chapter 6's experiment: order tasks, the position-blind ceiling, the tagger, peak memory."""
+import pytest
+import torch
+
+import attnlib as A
+from attnlib.selfattention import (
+    ORDER_TASKS,
+    SelfAttentionTagger,
+    blind_reversal_ceiling,
+    make_order_task,
+    num_classes,
+    peak_memory,
+    tagger_accuracy,
+    train_tagger,
+)
+
+
+def test_order_tasks_labels():
+    g = torch.Generator().manual_seed(1)
+    X, Y = make_order_task("reverse", 50, 7, 5, g)
+    assert X.shape == Y.shape == (50, 7) and X.dtype == torch.int64
+    assert X.min() >= 0 and X.max() < 5
+    assert all(Y[b, i] == X[b, 6 - i] for b in range(50) for i in range(7))
+    X, Y = make_order_task("sort", 50, 7, 5, g)
+    assert (Y[:, 1:] >= Y[:, :-1]).all() and (Y.sort(1).values == X.sort(1).values).all()
+    X, Y = make_order_task("count", 50, 7, 5, g)
+    expected = [[sum(int(X[b, j] == X[b, i]) for j in range(7)) - 1 for i in range(7)] for b in range(50)]
+    assert Y.tolist() == expected
+    assert Y.max() < num_classes("count", 7, 5) and num_classes("reverse", 7, 5) == 5
+
+
+def test_count_is_order_free_and_reverse_is_not():
+    g = torch.Generator().manual_seed(2)
+    perm = torch.randperm(8, generator=g)
+    X, Y = make_order_task("count", 20, 8, 4, g)
+    Xp = X[:, perm]
+    assert ((Xp.unsqueeze(2) == Xp.unsqueeze(1)).sum(2) - 1 == Y[:, perm]).all()
+    X, Y = make_order_task("reverse", 20, 8, 4, g)
+    assert not (X[:, perm].flip(1) == Y[:, perm]).all()
+
+
+@pytest.mark.parametrize("call, pattern", [
+    (lambda: make_order_task("copy", 4, 4, 4), r"task must be one of .*'copy'"),
+    (lambda: make_order_task("count", 0, 4, 4), r"num_examples must be a positive int, got 0"),
+    (lambda: make_order_task("count", 4, 4, 2.5), r"vocab_size must be a positive int"),
+    (lambda: num_classes("copy", 4, 4), r"task must be one of"),
+    (lambda: SelfAttentionTagger(5, 5, position="alibi"), r"position must be one of .*'alibi'"),
+])
+def test_errors(call, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call()
+
+
+@pytest.mark.parametrize("n", [6, 7])
+def test_blind_ceiling_matches_best_blind_strategy(n):
+    """Guessing the most frequent other token is the best blind strategy; its accuracy is the ceiling."""
+    g = torch.Generator().manual_seed(3)
+    X, Y = make_order_task("reverse", 20000, n, 4, g)
+    ceiling = blind_reversal_ceiling(X, 4)
+    others = torch.nn.functional.one_hot(X, 4).sum(1, keepdim=True) - torch.nn.functional.one_hot(X, 4)
+    guess = others.argmax(-1)  # (examples, n)
+    if n % 2:
+        guess[:, n // 2] = X[:, n // 2]
+    assert abs(float((guess == Y).float().mean()) - ceiling) < 0.01
+    assert 0.25 < ceiling < 0.75  # above 1/vocab (the multiset helps), far below 1
+
+
+@pytest.mark.parametrize("position", [None, "sinusoidal", "learned", "rope"])
+def test_tagger_equivariant_only_without_positions(position):
+    model = SelfAttentionTagger(6, 4, num_hiddens=16, num_heads=2, position=position).eval()
+    X = torch.randint(6, (3, 9))
+    perm = torch.tensor([4, 0, 8, 2, 6, 1, 3, 7, 5])
+    out = model(X)
+    assert out.shape == (3, 9, 4)
+    equivariant = torch.allclose(model(X[:, perm]), out[:, perm], atol=1e-5)
+    assert equivariant == (position is None)
+
+
+def test_rope_tagger_records_attention():
+    model = SelfAttentionTagger(6, 4, num_hiddens=16, num_heads=2, position="rope").eval()
+    X = torch.randint(6, (2, 5))
+    with A.record_attention(model) as rec:
+        out = model(X)
+    assert rec.names() == ["blks.0.attention", "blks.1.attention"]
+    assert rec.last("blks.1.attention").shape == (2, 2, 5, 5)
+    torch.testing.assert_close(out, model(X))  # recording does not change the result
+
+
+@pytest.mark.slow
+def test_positions_decide_reversal_but_not_counting():
+    g = torch.Generator().manual_seed(4)
+    n, V = 10, 10
+    tests = {t: make_order_task(t, 1000, n, V, g) for t in ORDER_TASKS}
+    ceiling = blind_reversal_ceiling(tests["reverse"][0], V)
+    acc = {}
+    for task, position in [("reverse", None), ("reverse", "sinusoidal"), ("count", None)]:
+        torch.manual_seed(0)
+        model = SelfAttentionTagger(V, num_classes(task, n, V), position=position)
+        losses = train_tagger(model, task, n, V, num_steps=300)
+        assert losses[-1] < losses[0]
+        acc[task, position] = tagger_accuracy(model, *tests[task])
+    assert acc["reverse", None] < ceiling + 0.03
+    assert acc["reverse", "sinusoidal"] > 0.95
+    assert acc["count", None] > 0.9
+
+
+def test_peak_memory_counts_live_tensors_only():
+    def two_temporaries():
+        a = torch.empty(250_000)  # 1 MB
+        del a
+        b = torch.empty(250_000)  # another 1 MB, after the first is gone
+        return b.sum()
+
+    peak, result = peak_memory(two_temporaries)
+    assert 1_000_000 <= peak < 1_100_000 and result.shape == ()
+    peak, _ = peak_memory(lambda: [torch.empty(250_000) for _ in range(3)])
+    assert peak >= 3_000_000
+    x = torch.randn(1000)
+    peak, _ = peak_memory(lambda: x.view(10, 100).t())  # views allocate nothing
+    assert peak == 0
+
+
+@torch.no_grad()
+def test_peak_memory_sees_the_attention_matrix():
+    mha = A.MultiHeadAttention(32, 4).eval()
+    X = torch.randn(2, 256, 32)
+    weights_bytes = 2 * 4 * 256 * 256 * 4  # (batch, heads, n, n) float32
+    fused, _ = peak_memory(mha, X, X, X)
+    with A.record_attention(mha):
+        recorded, _ = peak_memory(mha, X, X, X)
+    assert recorded >= weights_bytes > 2 * fused  # the fused kernel never builds the n x n matrix
