@@ -8,7 +8,13 @@ Nadaraya-Watson estimator predicts
 a weighted average of the values whose weights come from how close each key
 is to the query. ``K`` is a kernel and ``h`` its width. This is attention
 pooling with a fixed, non-parametric score; making ``h`` a learned parameter
-gives the simplest parametric attention.
+gives the simplest parametric attention. With the Gaussian kernel the weights
+are ``softmax_i(-((x - x_i) / h)^2 / 2)``: softmax attention with a distance score.
+
+``kernel_weights`` computes the weights for any kernel in ``KERNELS``,
+``NWKernelRegression`` is the (optionally learnable) module, ``leave_one_out``
+builds the training keys a learned width needs, and ``loo_cv_mse`` scores a
+grid of widths by leave-one-out cross-validation.
 """
 from __future__ import annotations
 
@@ -134,6 +140,7 @@ class NWKernelRegression(AttentionModule):
         return float(1.0 / w.detach().abs())
 
     def forward(self, queries, keys, values):
+        check_tensor("keys", keys, (1, 2), "(n_keys,) or (n_queries, n_keys)")
         check_tensor("values", values, (1, 2), "(n_keys,) or (n_queries, n_keys)")
         if values.shape != keys.shape:
             raise ValueError(f"values must match keys: keys {tuple(keys.shape)}, "
@@ -143,4 +150,5 @@ class NWKernelRegression(AttentionModule):
         self._keep(weights.unsqueeze(0))  # (1, n, m): one "batch" of queries
         if values.dim() == 1:
             return weights @ values  # (n,)
+        # one (1, m) x (m, 1) product per query: (n, 1, m) bmm (n, m, 1) -> (n, 1, 1)
         return torch.bmm(weights.unsqueeze(1), values.unsqueeze(-1)).reshape(-1)  # (n,)

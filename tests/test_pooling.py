@@ -275,6 +275,8 @@ def test_cross_validated_width_has_lower_test_error_than_extremes(data):
      r"values must match keys: keys \(4,\), values \(5,\)"),
     (lambda: NWKernelRegression()(torch.rand(3), torch.rand(3, 4), torch.rand(4)), ValueError,
      r"values must match keys: keys \(3, 4\), values \(4,\)"),
+    (lambda: NWKernelRegression()(torch.rand(3), [0.0, 1.0], torch.rand(2)), TypeError,
+     r"keys must be a torch.Tensor of shape \(n_keys,\) or \(n_queries, n_keys\), got list"),
     (lambda: leave_one_out(torch.rand(5), torch.rand(4)), ValueError,
      r"x and y must have the same shape \(n,\) with n >= 2, got x \(5,\) and y \(4,\)"),
     (lambda: leave_one_out(torch.rand(5, 2), torch.rand(5, 2)), ValueError,
