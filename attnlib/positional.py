@@ -41,7 +41,7 @@ def sinusoidal_table(max_len: int, num_hiddens: int) -> torch.Tensor:
     return P
 
 
-def offset_rotation(offset: int, num_hiddens: int) -> torch.Tensor:
+def offset_rotation(offset: int, num_hiddens: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The matrix ``M_k (num_hiddens, num_hiddens)`` with ``P[p + k] = M_k @ P[p]`` for every ``p``.
 
     Each pair ``(sin(p w_j), cos(p w_j))`` moves ``k`` steps by the angle-addition
@@ -52,6 +52,7 @@ def offset_rotation(offset: int, num_hiddens: int) -> torch.Tensor:
 
     so ``M_k`` is block diagonal. This is why a linear layer can learn to attend
     "k positions back". ``offset`` may be negative; ``num_hiddens`` must be even.
+    Computed in float64, returned as ``dtype``.
     """
     if not isinstance(offset, int) or isinstance(offset, bool):
         raise TypeError(f"offset must be an int, got {type(offset).__name__}")
@@ -64,7 +65,7 @@ def offset_rotation(offset: int, num_hiddens: int) -> torch.Tensor:
     cos, sin = angle.cos(), angle.sin()
     blocks = torch.stack((torch.stack((cos, sin), -1),
                           torch.stack((-sin, cos), -1)), -2)  # (num_hiddens / 2, 2, 2)
-    return torch.block_diag(*blocks).float()  # (num_hiddens, num_hiddens)
+    return torch.block_diag(*blocks).to(dtype)  # (num_hiddens, num_hiddens)
 
 
 class _AbsolutePosition(nn.Module):

@@ -111,13 +111,22 @@ def test_dropout_only_in_training():
 def test_offset_is_a_fixed_rotation(k):
     d, n = 32, 200
     P = A.sinusoidal_table(n, d).double()
-    M = offset_rotation(k, d).double()
+    M = offset_rotation(k, d, dtype=torch.float64)
     lo, hi = max(0, -k), n - max(0, k)
     shifted = P[lo:hi] @ M.T  # row p is M_k @ P[p]
     assert (shifted - P[lo + k: hi + k]).abs().max() < 1e-5
     torch.testing.assert_close(M @ M.T, torch.eye(d, dtype=torch.float64), atol=1e-6, rtol=0)
     outside = 1 - torch.block_diag(*[torch.ones(2, 2)] * (d // 2)).double()
     assert (M * outside).abs().max() == 0  # block diagonal: one 2x2 rotation per frequency
+
+
+def test_rotation_is_exact_in_float64():
+    angles = torch.arange(1000, dtype=torch.float64)[:, None] / torch.pow(
+        10000, torch.arange(0, 16, 2, dtype=torch.float64) / 16)  # (positions, 8)
+    P = torch.stack((angles.sin(), angles.cos()), -1).flatten(1)  # (positions, 16): sin, cos, ...
+    M = offset_rotation(9, 16, dtype=torch.float64)
+    assert M.dtype == torch.float64
+    assert (P[:-9] @ M.T - P[9:]).abs().max() < 1e-11
 
 
 def test_rotations_compose():
