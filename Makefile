@@ -13,13 +13,14 @@ LAB_ARGS ?=
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
 
-.PHONY: help install lab test lint format clean lock
+.PHONY: help install lab test lint format clean lock execute
 
 help:
 	@echo "make lab     set up and start JupyterLab on notebooks/"
 	@echo "make test    set up and run lint, unit tests and every notebook (nbval)"
 	@echo "make lint    ruff over attnlib/, tests/ and the notebooks"
 	@echo "make install build $(VENV) from requirements.lock (a no-op when up to date)"
+	@echo "make execute re-run every notebook in place (after changing attnlib: notebooks show its source)"
 	@echo "make lock    re-resolve requirements.in into requirements.lock"
 	@echo "make clean   remove $(VENV) and build outputs"
 
@@ -45,6 +46,10 @@ lint: install
 format: install
 	$(BIN)/ruff format attnlib tests
 	$(BIN)/ruff check --fix attnlib tests notebooks
+
+execute: install
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.kernel_name=python3 \
+	  --ExecutePreprocessor.timeout=600 notebooks/[0-9][0-9]_*.ipynb
 
 test: install lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
