@@ -11,10 +11,14 @@ stably in deep stacks without a learning-rate warm-up.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
 from .multihead import MultiHeadAttention
+from .positional import PositionalEncoding
+from .seq2seq import Decoder, Encoder, check_token_ids
 
 
 class PositionWiseFFN(nn.Module):
@@ -75,3 +79,132 @@ class TransformerEncoderBlock(nn.Module):
     def forward(self, X: torch.Tensor, valid_lens=None) -> torch.Tensor:
         Y = self.addnorm1.residual(X, lambda x: self.attention(x, x, x, valid_lens))
         return self.addnorm2.residual(Y, self.ffn)  # (batch, n, num_hiddens)
+
+
+# --- the encoder-decoder Transformer (chapter 7) -------------------------------------------------
+
+class TransformerDecoderBlock(nn.Module):
+    """Masked self-attention, encoder-decoder attention and an FFN, each with :class:`AddNorm`.
+
+    ``forward(X (batch, steps, num_hiddens), state) -> (Y (same shape), state)`` with d2l's
+    ``state = [enc_outputs (batch, src_steps, num_hiddens), enc_valid_lens (batch,) or None,
+    cache]``. ``cache[i]`` holds every input this block (number ``i``) has seen so far,
+    ``(batch, steps so far, num_hiddens)``: the keys and values of its self-attention. Each
+    call appends ``X`` to it, so feeding one token per call (decoding) attends over the
+    whole prefix, and feeding the full target at once (training) is the same computation.
+
+    The causal mask is applied on every call, in training *and* evaluation: d2l 1.0 masks
+    only in training, so its validation loss lets each position see the words it must
+    predict. The mask is aligned bottom-right, so new queries see all cached keys.
+    """
+
+    def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
+                 dropout: float = 0.0, i: int = 0, use_bias: bool = False,
+                 pre_norm: bool = False) -> None:
+        super().__init__()
+        self.i = i
+        self.attention1 = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias)
+        self.addnorm1 = AddNorm(num_hiddens, dropout, pre_norm)
+        self.attention2 = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias)
+        self.addnorm2 = AddNorm(num_hiddens, dropout, pre_norm)
+        self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
+        self.addnorm3 = AddNorm(num_hiddens, dropout, pre_norm)
+
+    def forward(self, X: torch.Tensor, state: list):
+        enc_outputs, enc_valid_lens, cache = state
+        past = cache[self.i]
+        key_values = X if past is None else torch.cat((past, X), dim=1)  # (batch, seen, num_hiddens)
+        cache[self.i] = key_values
+        if self.addnorm1.pre_norm:
+            key_values = self.addnorm1.ln(key_values)  # per position, so LN(cat) = cat(LN)
+
+        def self_attend(x):
+            return self.attention1(x, key_values, key_values, causal=True)
+
+        def cross_attend(y):
+            return self.attention2(y, enc_outputs, enc_outputs, enc_valid_lens)
+
+        Y = self.addnorm1.residual(X, self_attend)  # (batch, steps, num_hiddens)
+        Z = self.addnorm2.residual(Y, cross_attend)  # (batch, steps, num_hiddens)
+        return self.addnorm3.residual(Z, self.ffn), state  # (batch, steps, num_hiddens)
+
+
+def _embed(embedding: nn.Embedding, pos_encoding, X: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    """Token embeddings scaled by ``sqrt(d)`` (so they are not drowned by the positions) plus
+    positions ``offset ..``: ``(batch, steps) -> (batch, steps, d)``."""
+    d = embedding.embedding_dim
+    return pos_encoding(embedding(X) * math.sqrt(d), offset)  # (batch, steps, d)
+
+
+class TransformerEncoder(Encoder):
+    """Embedding, positional encoding and ``num_blks`` :class:`TransformerEncoderBlock` s.
+
+    ``forward(X (batch, steps), valid_lens (batch,)) -> (batch, steps, num_hiddens)``.
+    With ``pre_norm`` a final LayerNorm closes the stack (the residual path is otherwise
+    never normalised).
+    """
+
+    def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
+                 num_blks: int, dropout: float = 0.0, use_bias: bool = False,
+                 pre_norm: bool = False, max_len: int = 1000) -> None:
+        super().__init__()
+        self.vocab_size, self.num_hiddens, self.pre_norm = vocab_size, num_hiddens, pre_norm
+        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
+        self.blks = nn.ModuleList(
+            TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias, pre_norm)
+            for _ in range(num_blks))
+        self.ln = nn.LayerNorm(num_hiddens) if pre_norm else nn.Identity()
+
+    def forward(self, X: torch.Tensor, valid_lens=None, *args) -> torch.Tensor:
+        check_token_ids("X", X, self.vocab_size)
+        X = _embed(self.embedding, self.pos_encoding, X)  # (batch, steps, num_hiddens)
+        for blk in self.blks:
+            X = blk(X, valid_lens)  # (batch, steps, num_hiddens)
+        return self.ln(X)
+
+
+class TransformerDecoder(Decoder):
+    """Embedding, positions, ``num_blks`` :class:`TransformerDecoderBlock` s and a linear layer.
+
+    ``init_state(enc_outputs, enc_valid_lens) -> [enc_outputs, enc_valid_lens, cache]``;
+    ``forward(X (batch, steps), state) -> (logits (batch, steps, vocab_size), state)``.
+    The cache makes incremental decoding exact: feeding a prefix one token per call gives
+    the same logits as feeding it whole, because positions continue from the number of
+    tokens already cached (``PositionalEncoding(..., offset=)``) and each block attends
+    over everything it has seen. Start from a fresh ``init_state`` for every new prefix.
+    """
+
+    def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
+                 num_blks: int, dropout: float = 0.0, use_bias: bool = False,
+                 pre_norm: bool = False, max_len: int = 1000) -> None:
+        super().__init__()
+        self.vocab_size, self.num_hiddens, self.num_blks = vocab_size, num_hiddens, num_blks
+        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
+        self.blks = nn.ModuleList(
+            TransformerDecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, i, use_bias,
+                                    pre_norm)
+            for i in range(num_blks))
+        self.ln = nn.LayerNorm(num_hiddens) if pre_norm else nn.Identity()
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+
+    def init_state(self, enc_outputs: torch.Tensor, enc_valid_lens=None, *args) -> list:
+        return [enc_outputs, enc_valid_lens, [None] * self.num_blks]
+
+    def forward(self, X: torch.Tensor, state: list):
+        cached = state[2][0]
+        offset = 0 if cached is None else cached.shape[1]  # tokens already decoded
+        X = _embed(self.embedding, self.pos_encoding, X, offset)  # (batch, steps, num_hiddens)
+        for blk in self.blks:
+            X, state = blk(X, state)  # (batch, steps, num_hiddens)
+        return self.dense(self.ln(X)), state  # (batch, steps, vocab_size)
+
+    def reorder_state(self, state: list, index: torch.Tensor) -> list:
+        """Pick batch rows ``index`` of every tensor in the state (beam search)."""
+        enc_outputs, lens, cache = state
+        return [enc_outputs[index], None if lens is None else lens[index],
+                [None if c is None else c[index] for c in cache]]
+
+    def cross_attentions(self) -> list[nn.Module]:
+        return [blk.attention2 for blk in self.blks]

@@ -1,0 +1,274 @@
+"""Chapter 4: sequence to sequence, without and with attention.
+
+An encoder reads the source sentence; a decoder writes the target one token at a
+time. The models differ in what the decoder sees of the source:
+
+=============================  ==============================================  ===========
+decoder                        context for target step t                       paper
+=============================  ==============================================  ===========
+:class:`Seq2SeqDecoder`        the encoder's last output, the same for every t  Sutskever
+:class:`Seq2SeqAttentionDecoder`  additive attention, query = state s_{t-1}     Bahdanau
+:class:`LuongAttentionDecoder`    dot/general attention, query = new state h_t  Luong
+=============================  ==============================================  ===========
+
+d2l's interface throughout: ``encoder(src, valid_lens) -> enc_all_outputs``,
+``decoder.init_state(enc_all_outputs, valid_lens) -> state`` and
+``decoder(X, state) -> (logits (batch, steps, vocab), state)``. A decoder may be fed
+the whole target prefix at once (teacher forcing) or one token per call with the
+returned state (decoding): both give the same logits. :class:`EncoderDecoder` joins an
+encoder and a decoder, RNN or Transformer alike.
+
+As in d2l, the GRU encoder reads the padding too (no packing); its outputs
+are ``(steps, batch, num_hiddens)`` (time first) and its state
+``(num_layers, batch, num_hiddens)``.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._checks import check_tensor
+from .scoring import AdditiveAttention, DotAttention, GeneralAttention
+
+
+def init_seq2seq(module: nn.Module) -> None:
+    """Xavier-uniform weights for linear and GRU layers (d2l's ``init_seq2seq``)."""
+    if isinstance(module, nn.Linear):
+        nn.init.xavier_uniform_(module.weight)
+    if isinstance(module, nn.GRU):
+        for name, param in module.named_parameters():
+            if name.startswith("weight"):
+                nn.init.xavier_uniform_(param)
+
+
+def check_token_ids(name: str, X, vocab_size: int) -> None:
+    """Require ``X`` to be an integer ``(batch, steps)`` tensor of ids below ``vocab_size``."""
+    check_tensor(name, X, 2, "(batch, steps) of token ids")
+    if X.is_floating_point() or X.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids, got dtype {X.dtype}")
+    if X.numel() and (X.min() < 0 or X.max() >= vocab_size):
+        raise ValueError(f"{name} holds token ids in [{int(X.min())}, {int(X.max())}], but the "
+                         f"model's vocabulary has {vocab_size} tokens (ids 0..{vocab_size - 1}): "
+                         "were the model and the data built with the same vocabulary?")
+
+
+class Encoder(nn.Module):
+    """Base encoder: ``forward(X (batch, steps), *args) -> enc_all_outputs``."""
+
+    vocab_size: int
+
+    def forward(self, X, *args):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Decoder(nn.Module):
+    """Base decoder: ``init_state``, ``forward(X, state) -> (logits, state)``, ``reorder_state``.
+
+    ``reorder_state(state, index)`` picks batch rows of a state (beam search).
+    ``cross_attentions()`` lists the attention modules whose keys are source positions.
+    """
+
+    vocab_size: int
+
+    def init_state(self, enc_all_outputs, *args):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def forward(self, X, state):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def reorder_state(self, state, index: torch.Tensor):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def cross_attentions(self) -> list[nn.Module]:
+        return []
+
+
+class EncoderDecoder(nn.Module):
+    """An encoder and a decoder: ``forward(src, tgt_in, src_valid_len) -> logits``.
+
+    ``src (batch, src_steps)``, ``tgt_in (batch, tgt_steps)`` (``<bos>`` then the target,
+    teacher forcing), ``src_valid_len (batch,)``; logits ``(batch, tgt_steps, tgt_vocab)``.
+    """
+
+    def __init__(self, encoder: Encoder, decoder: Decoder) -> None:
+        super().__init__()
+        self.encoder, self.decoder = encoder, decoder
+
+    def encode(self, src, src_valid_len=None):
+        """Run the encoder and build the decoder's initial state."""
+        check_tensor("src", src, 2, "(batch, steps) of token ids")
+        if src_valid_len is not None:
+            check_tensor("src_valid_len", src_valid_len, 1, f"(batch,) = ({src.shape[0]},)")
+            if src_valid_len.shape[0] != src.shape[0]:
+                raise ValueError(f"src_valid_len has shape {tuple(src_valid_len.shape)}; expected "
+                                 f"({src.shape[0]},), one length per source sentence")
+        enc_all_outputs = self.encoder(src, src_valid_len)
+        return self.decoder.init_state(enc_all_outputs, src_valid_len)
+
+    def forward(self, src, tgt_in, src_valid_len=None):
+        state = self.encode(src, src_valid_len)
+        check_token_ids("tgt_in", tgt_in, self.decoder.vocab_size)
+        return self.decoder(tgt_in, state)[0]  # (batch, tgt_steps, tgt_vocab)
+
+
+Seq2Seq = EncoderDecoder  # d2l's name for the same wrapper
+
+
+class Seq2SeqEncoder(Encoder):
+    """GRU encoder: ``forward(X (batch, steps), *args) -> (outputs, state)``.
+
+    ``outputs (steps, batch, num_hiddens)``: the top layer at every step (time first,
+    as in d2l); ``state (num_layers, batch, num_hiddens)``: every layer's last state.
+
+    ``bidirectional=True`` follows Bahdanau et al.: one GRU reads left to right, one
+    right to left, each with ``num_hiddens // 2`` units, and the annotation of word j is
+    the concatenation ``[h_fwd_j; h_bwd_j]``, so it sees the words on both sides. The
+    final states of the two directions are concatenated per layer too, so the decoder
+    gets ``num_hiddens``-sized outputs and state either way.
+    """
+
+    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int,
+                 dropout: float = 0.0, bidirectional: bool = False) -> None:
+        super().__init__()
+        if bidirectional and num_hiddens % 2:
+            raise ValueError(f"a bidirectional encoder splits num_hiddens between two directions, "
+                             f"so it must be even, got {num_hiddens}")
+        self.vocab_size, self.num_hiddens, self.bidirectional = vocab_size, num_hiddens, bidirectional
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        per_direction = num_hiddens // 2 if bidirectional else num_hiddens
+        self.rnn = nn.GRU(embed_size, per_direction, num_layers, dropout=dropout,
+                          bidirectional=bidirectional)
+        self.apply(init_seq2seq)
+
+    def forward(self, X, *args):
+        check_token_ids("X", X, self.vocab_size)
+        embs = self.embedding(X.t())  # (steps, batch, embed_size)
+        outputs, state = self.rnn(embs)  # (steps, batch, num_hiddens), (layers * dirs, batch, h)
+        if self.bidirectional:
+            state = state.reshape(-1, 2, *state.shape[1:])  # (layers, 2, batch, num_hiddens / 2)
+            state = torch.cat((state[:, 0], state[:, 1]), dim=-1)  # (layers, batch, num_hiddens)
+        return outputs, state
+
+
+class Seq2SeqDecoder(Decoder):
+    """The baseline without attention (Sutskever et al., d2l's ``Seq2SeqDecoder``).
+
+    The whole source reaches the decoder through one vector, the encoder's top-layer
+    output at the last step, concatenated with every target embedding; the encoder's
+    final state initialises the GRU. State: ``[context (batch, num_hiddens),
+    hidden (num_layers, batch, num_hiddens)]``.
+    """
+
+    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int,
+                 dropout: float = 0.0) -> None:
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=dropout)
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+        self.apply(init_seq2seq)
+
+    def init_state(self, enc_all_outputs, *args):
+        enc_outputs, hidden = enc_all_outputs
+        return [enc_outputs[-1], hidden]  # (batch, num_hiddens), (layers, batch, num_hiddens)
+
+    def forward(self, X, state):
+        context, hidden = state
+        embs = self.embedding(X.t())  # (steps, batch, embed_size)
+        context = context.expand(embs.shape[0], -1, -1)  # (steps, batch, num_hiddens)
+        outputs, hidden = self.rnn(torch.cat((embs, context), -1), hidden)  # (steps, batch, h)
+        logits = self.dense(outputs).transpose(0, 1)  # (batch, steps, vocab)
+        return logits, [state[0], hidden]
+
+    def reorder_state(self, state, index):
+        return [state[0][index], state[1][:, index]]
+
+
+class Seq2SeqAttentionDecoder(Decoder):
+    """Bahdanau et al.'s decoder: additive attention before every GRU step.
+
+    At step t the query is the previous top-layer state ``s_{t-1}``; keys and values
+    are the encoder outputs. The context ``c_t`` is concatenated with the embedding of
+    ``y_{t-1}`` as the GRU input. Because ``c_t`` depends on ``s_{t-1}``, the steps run
+    one after another, also in training. State: ``[enc_outputs (batch, src_steps,
+    num_hiddens), hidden (num_layers, batch, num_hiddens), enc_valid_lens (batch,)]``.
+    Recorded weights: one ``(batch, 1, 1, src_steps)`` entry per step.
+    """
+
+    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int,
+                 dropout: float = 0.0) -> None:
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.attention = AdditiveAttention(num_hiddens, dropout, query_size=num_hiddens,
+                                           key_size=num_hiddens)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=dropout)
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+        self.apply(init_seq2seq)
+
+    def init_state(self, enc_all_outputs, enc_valid_lens=None):
+        outputs, hidden = enc_all_outputs
+        return [outputs.transpose(0, 1), hidden, enc_valid_lens]  # batch first for attention
+
+    def forward(self, X, state):
+        enc_outputs, hidden, enc_valid_lens = state
+        embs = self.embedding(X.t())  # (steps, batch, embed_size)
+        outputs = []
+        for x in embs:  # x: (batch, embed_size)
+            query = hidden[-1].unsqueeze(1)  # (batch, 1, num_hiddens)
+            context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens)  # (batch, 1, h)
+            x = torch.cat((context.squeeze(1), x), dim=-1)  # (batch, num_hiddens + embed_size)
+            out, hidden = self.rnn(x.unsqueeze(0), hidden)  # (1, batch, num_hiddens)
+            outputs.append(out)
+        logits = self.dense(torch.cat(outputs, 0)).transpose(0, 1)  # (batch, steps, vocab)
+        return logits, [enc_outputs, hidden, enc_valid_lens]
+
+    def reorder_state(self, state, index):
+        enc_outputs, hidden, lens = state
+        return [enc_outputs[index], hidden[:, index], None if lens is None else lens[index]]
+
+    def cross_attentions(self):
+        return [self.attention]
+
+
+class LuongAttentionDecoder(Decoder):
+    """Luong et al.'s global attention: attend after the GRU step, with its new state.
+
+    ``h_t = GRU(embed(y_{t-1}), h_{t-1})``; the top layer's ``h_t`` scores the encoder
+    outputs (``score='dot'``: ``h_t . h_s``; ``'general'``: ``h_t^T W h_s``), giving the
+    context ``c_t``; the attentional state ``h~_t = tanh(W_c [c_t; h_t])`` predicts
+    ``y_t``. Without Luong's input feeding the GRU never waits for attention, so
+    teacher-forced training runs all target steps in one GRU call and one batched
+    attention call. State as in :class:`Seq2SeqAttentionDecoder`.
+    Recorded weights: ``(batch, 1, steps, src_steps)`` per call.
+    """
+
+    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int,
+                 dropout: float = 0.0, score: str = "dot") -> None:
+        super().__init__()
+        if score == "dot":
+            attention = DotAttention(dropout)
+        elif score == "general":
+            attention = GeneralAttention(num_hiddens, num_hiddens, dropout)
+        else:
+            raise ValueError(f"score must be 'dot' or 'general', got {score!r}")
+        self.vocab_size, self.score = vocab_size, score
+        self.attention = attention
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, dropout=dropout)
+        self.W_c = nn.Linear(2 * num_hiddens, num_hiddens, bias=False)
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+        self.apply(init_seq2seq)
+
+    init_state = Seq2SeqAttentionDecoder.init_state
+    reorder_state = Seq2SeqAttentionDecoder.reorder_state
+    cross_attentions = Seq2SeqAttentionDecoder.cross_attentions
+
+    def forward(self, X, state):
+        enc_outputs, hidden, enc_valid_lens = state
+        embs = self.embedding(X.t())  # (steps, batch, embed_size)
+        outputs, hidden = self.rnn(embs, hidden)  # (steps, batch, num_hiddens)
+        queries = outputs.transpose(0, 1)  # (batch, steps, num_hiddens)
+        context = self.attention(queries, enc_outputs, enc_outputs, enc_valid_lens)  # (batch, steps, h)
+        attentional = torch.tanh(self.W_c(torch.cat((context, queries), -1)))  # (batch, steps, h)
+        return self.dense(attentional), [enc_outputs, hidden, enc_valid_lens]  # (batch, steps, vocab)
