@@ -14,7 +14,27 @@ chapter                 module
 
 Importing attnlib imports torch and nothing heavier (no d2l, no matplotlib).
 """
+from .data import (
+    Pair,
+    TranslationData,
+    Vocab,
+    generate_pairs,
+    length_buckets,
+    load_fra_eng,
+    novel_pair_fraction,
+    split_pairs,
+    truncate_pad,
+)
 from .device import best_device
+from .metrics import (
+    alignment_accuracy,
+    alignment_error_rate,
+    bleu,
+    corpus_alignment_accuracy,
+    corpus_alignment_error_rate,
+    corpus_bleu,
+    corpus_chrf,
+)
 from .multihead import MultiHeadAttention
 from .plotting import show_heatmaps
 from .pooling import KERNELS, NWKernelRegression, kernel_weights, leave_one_out, loo_cv_mse
@@ -53,4 +73,10 @@ __all__ = [
     "loo_cv_mse", "make_mask",
     "masked_softmax", "offset_rotation", "record_attention", "scaled_dot_product", "show_heatmaps",
     "sinusoidal_table",
+]
+__all__ += [  # data and metrics (chapters 4-7)
+    "Pair", "TranslationData", "Vocab", "generate_pairs", "length_buckets", "load_fra_eng",
+    "novel_pair_fraction", "split_pairs", "truncate_pad",
+    "alignment_accuracy", "alignment_error_rate", "bleu", "corpus_alignment_accuracy",
+    "corpus_alignment_error_rate", "corpus_bleu", "corpus_chrf",
 ]
