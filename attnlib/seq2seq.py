@@ -18,9 +18,9 @@ the whole target prefix at once (teacher forcing) or one token per call with the
 returned state (decoding): both give the same logits. :class:`EncoderDecoder` joins an
 encoder and a decoder, RNN or Transformer alike.
 
-As in d2l, the GRU encoder reads the padding too (no packing); its outputs
-are ``(steps, batch, num_hiddens)`` (time first) and its state
-``(num_layers, batch, num_hiddens)``.
+The GRU encoder's outputs are ``(steps, batch, num_hiddens)`` (time first, as in
+d2l) and its state ``(num_layers, batch, num_hiddens)``; given the valid lengths it
+stops at each sentence's end instead of reading the padding as d2l does.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from ._checks import check_tensor
-from .scoring import AdditiveAttention, DotAttention, GeneralAttention
+from .scoring import AdditiveAttention, DotAttention, GeneralAttention, make_mask
 
 
 def init_seq2seq(module: nn.Module) -> None:
@@ -39,6 +39,11 @@ def init_seq2seq(module: nn.Module) -> None:
         for name, param in module.named_parameters():
             if name.startswith("weight"):
                 nn.init.xavier_uniform_(param)
+
+
+def _between(dropout: float, num_layers: int) -> float:
+    """A GRU's dropout acts between its layers only, so one layer gets none (and no warning)."""
+    return dropout if num_layers > 1 else 0.0
 
 
 def check_token_ids(name: str, X, vocab_size: int) -> None:
@@ -115,10 +120,13 @@ Seq2Seq = EncoderDecoder  # d2l's name for the same wrapper
 
 
 class Seq2SeqEncoder(Encoder):
-    """GRU encoder: ``forward(X (batch, steps), *args) -> (outputs, state)``.
+    """GRU encoder: ``forward(X (batch, steps), valid_lens=None) -> (outputs, state)``.
 
     ``outputs (steps, batch, num_hiddens)``: the top layer at every step (time first,
     as in d2l); ``state (num_layers, batch, num_hiddens)``: every layer's last state.
+    With ``valid_lens`` the GRU stops at each sentence's last real token (a packed
+    sequence): padding never enters the state, outputs at padding are 0, and trimming
+    trailing padding changes nothing. Without it the GRU reads the padding too (d2l).
 
     ``bidirectional=True`` follows Bahdanau et al.: one GRU reads left to right, one
     right to left, each with ``num_hiddens // 2`` units, and the annotation of word j is
@@ -136,14 +144,20 @@ class Seq2SeqEncoder(Encoder):
         self.vocab_size, self.num_hiddens, self.bidirectional = vocab_size, num_hiddens, bidirectional
         self.embedding = nn.Embedding(vocab_size, embed_size)
         per_direction = num_hiddens // 2 if bidirectional else num_hiddens
-        self.rnn = nn.GRU(embed_size, per_direction, num_layers, dropout=dropout,
+        self.rnn = nn.GRU(embed_size, per_direction, num_layers, dropout=_between(dropout, num_layers),
                           bidirectional=bidirectional)
         self.apply(init_seq2seq)
 
-    def forward(self, X, *args):
+    def forward(self, X, valid_lens=None, *args):
         check_token_ids("X", X, self.vocab_size)
         embs = self.embedding(X.t())  # (steps, batch, embed_size)
-        outputs, state = self.rnn(embs)  # (steps, batch, num_hiddens), (layers * dirs, batch, h)
+        if valid_lens is None:
+            outputs, state = self.rnn(embs)  # (steps, batch, num_hiddens), (layers * dirs, batch, h)
+        else:
+            lengths = valid_lens.detach().to("cpu", torch.int64).clamp(min=1)
+            packed = nn.utils.rnn.pack_padded_sequence(embs, lengths, enforce_sorted=False)
+            outputs, state = self.rnn(packed)
+            outputs, _ = nn.utils.rnn.pad_packed_sequence(outputs, total_length=X.shape[1])
         if self.bidirectional:
             state = state.reshape(-1, 2, *state.shape[1:])  # (layers, 2, batch, num_hiddens / 2)
             state = torch.cat((state[:, 0], state[:, 1]), dim=-1)  # (layers, batch, num_hiddens)
@@ -153,10 +167,11 @@ class Seq2SeqEncoder(Encoder):
 class Seq2SeqDecoder(Decoder):
     """The baseline without attention (Sutskever et al., d2l's ``Seq2SeqDecoder``).
 
-    The whole source reaches the decoder through one vector, the encoder's top-layer
-    output at the last step, concatenated with every target embedding; the encoder's
-    final state initialises the GRU. State: ``[context (batch, num_hiddens),
-    hidden (num_layers, batch, num_hiddens)]``.
+    The whole source reaches the decoder through one vector, the encoder's final
+    top-layer state (d2l takes the output at the last step, the same thing when the
+    encoder is unidirectional and reads no padding), concatenated with every target
+    embedding; the encoder's final state also initialises the GRU. State:
+    ``[context (batch, num_hiddens), hidden (num_layers, batch, num_hiddens)]``.
     """
 
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int,
@@ -164,13 +179,14 @@ class Seq2SeqDecoder(Decoder):
         super().__init__()
         self.vocab_size = vocab_size
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=dropout)
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers,
+                          dropout=_between(dropout, num_layers))
         self.dense = nn.Linear(num_hiddens, vocab_size)
         self.apply(init_seq2seq)
 
     def init_state(self, enc_all_outputs, *args):
-        enc_outputs, hidden = enc_all_outputs
-        return [enc_outputs[-1], hidden]  # (batch, num_hiddens), (layers, batch, num_hiddens)
+        _, hidden = enc_all_outputs
+        return [hidden[-1], hidden]  # (batch, num_hiddens), (layers, batch, num_hiddens)
 
     def forward(self, X, state):
         context, hidden = state
@@ -202,7 +218,8 @@ class Seq2SeqAttentionDecoder(Decoder):
         self.attention = AdditiveAttention(num_hiddens, dropout, query_size=num_hiddens,
                                            key_size=num_hiddens)
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=dropout)
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers,
+                          dropout=_between(dropout, num_layers))
         self.dense = nn.Linear(num_hiddens, vocab_size)
         self.apply(init_seq2seq)
 
@@ -213,10 +230,14 @@ class Seq2SeqAttentionDecoder(Decoder):
     def forward(self, X, state):
         enc_outputs, hidden, enc_valid_lens = state
         embs = self.embedding(X.t())  # (steps, batch, embed_size)
+        att = self.attention
+        keys = att.W_k(enc_outputs).unsqueeze(1)  # (batch, 1, src_steps, h): once, not per step
+        mask = make_mask(enc_valid_lens, X.shape[0], 1, enc_outputs.shape[1])  # (batch, 1, src)
         outputs = []
         for x in embs:  # x: (batch, embed_size)
-            query = hidden[-1].unsqueeze(1)  # (batch, 1, num_hiddens)
-            context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens)  # (batch, 1, h)
+            query = att.W_q(hidden[-1]).unsqueeze(1).unsqueeze(2)  # (batch, 1, 1, h)
+            scores = att.w_v(torch.tanh(query + keys)).squeeze(-1)  # (batch, 1, src_steps)
+            context = att.attend(scores, mask, enc_outputs)  # (batch, 1, num_hiddens)
             x = torch.cat((context.squeeze(1), x), dim=-1)  # (batch, num_hiddens + embed_size)
             out, hidden = self.rnn(x.unsqueeze(0), hidden)  # (1, batch, num_hiddens)
             outputs.append(out)
@@ -255,7 +276,7 @@ class LuongAttentionDecoder(Decoder):
         self.vocab_size, self.score = vocab_size, score
         self.attention = attention
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, dropout=dropout)
+        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, dropout=_between(dropout, num_layers))
         self.W_c = nn.Linear(2 * num_hiddens, num_hiddens, bias=False)
         self.dense = nn.Linear(num_hiddens, vocab_size)
         self.apply(init_seq2seq)

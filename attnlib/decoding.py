@@ -1,0 +1,275 @@
+"""Turning a trained encoder-decoder into translations: greedy search and beam search.
+
+Both decode step by step: the decoder gets the last token and its state, returns the
+scores of the next token, and the state carries what it needs (a GRU's hidden state,
+or the Transformer's key/value cache). ``use_cache=False`` instead feeds the whole
+prefix from a fresh state at every step, which must give the same output and is only
+there to show (and test) that the cache is exact.
+
+Attention comes back ready for heatmaps. ``Translation.attention`` is the decoder's
+attention over the source, ``(layers, heads, target_steps, source_len)``: one row per
+emitted target token (the step that emitted ``<eos>`` included) and one column per
+source token (its ``<eos>`` included). RNN decoders have one layer and one head,
+the Transformer one entry per decoder block and head (its encoder-decoder attention).
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .recording import record_attention
+from .training import torch_threads
+
+
+@dataclass
+class Translation:
+    """One decoded sentence.
+
+    ``tokens``: the target tokens without ``<bos>``/``<eos>``; ``src_tokens``: the
+    source tokens the model read, ``<eos>`` included; ``attention``:
+    ``(layers, heads, target_steps, source_len)`` or ``None`` (no attention, or not
+    asked for), rows labelled by ``target_labels``; ``score``: the sum of the
+    log-probabilities of the emitted tokens (``<eos>`` included).
+    """
+
+    tokens: list[str]
+    src_tokens: list[str]
+    attention: torch.Tensor | None
+    score: float
+    finished: bool = True  # False when max_len stopped it before <eos>
+
+    @property
+    def sentence(self) -> str:
+        return " ".join(self.tokens)
+
+    @property
+    def target_labels(self) -> list[str]:
+        """Labels of the attention rows: the tokens, then ``<eos>`` if it was emitted."""
+        return self.tokens + (["<eos>"] if self.finished else [])
+
+
+def _cross_names(model: nn.Module) -> list[str]:
+    """Recording names of the decoder's attention modules over the source."""
+    wanted = {id(m) for m in model.decoder.cross_attentions()}
+    return [name for name, m in model.named_modules() if id(m) in wanted]
+
+
+def _recorder(model: nn.Module, need_weights: bool):
+    if need_weights and _cross_names(model):
+        return record_attention(model)
+    return contextlib.nullcontext(None)
+
+
+def _last_weights(rec, names) -> torch.Tensor | None:
+    """The newest query row of every cross-attention: ``(batch, layers, heads, 1, src_steps)``."""
+    if rec is None:
+        return None
+    return torch.stack([rec.last(n)[:, :, -1:, :] for n in names], dim=1)
+
+
+def _token_ids(vocab, tokens: Sequence[str]) -> list[int]:
+    return [vocab[t] for t in tokens]
+
+
+def _encode_batch(data, sentences, device):
+    """Source sentences (strings or token sequences) -> ``src (batch, steps)``, ``valid (batch,)``."""
+    srcs, lens = [], []
+    for s in sentences:
+        src, valid = data.encode_src(s if isinstance(s, str) else " ".join(s))
+        srcs.append(src)
+        lens.append(valid)
+    return torch.cat(srcs).to(device), torch.cat(lens).to(device)
+
+
+def _specials(data) -> tuple[int, int, int]:
+    v = data.tgt_vocab
+    return v.bos, v.eos, v.pad
+
+
+@torch.no_grad()
+def greedy_search(model: nn.Module, src: torch.Tensor, src_valid_len: torch.Tensor, bos: int,
+                  eos: int, max_len: int, *, use_cache: bool = True, need_weights: bool = True):
+    """Batched greedy search on token ids: pick the most likely token at every step.
+
+    Returns ``ids (batch, steps)`` (``<eos>`` and what follows it included; decoding
+    stops once every row has emitted ``<eos>`` or after ``max_len`` steps), ``scores
+    (batch,)`` (log-probability up to and including ``<eos>``), and the cross-attention
+    ``(batch, layers, heads, steps, src_steps)`` or ``None``.
+    """
+    model.eval()
+    b = src.shape[0]
+    with _recorder(model, need_weights) as rec:
+        enc_all = model.encoder(src, src_valid_len)
+        state = model.decoder.init_state(enc_all, src_valid_len)
+        names = _cross_names(model)
+        ys = torch.full((b, 1), bos, dtype=torch.long, device=src.device)  # (batch, 1)
+        done = torch.zeros(b, dtype=torch.bool, device=src.device)
+        scores = torch.zeros(b, device=src.device)
+        weights = []
+        for _ in range(max_len):
+            if use_cache:
+                logits, state = model.decoder(ys[:, -1:], state)  # (batch, 1, vocab)
+            else:
+                logits, _ = model.decoder(ys, model.decoder.init_state(enc_all, src_valid_len))
+            logp = logits[:, -1].log_softmax(-1)  # (batch, vocab)
+            best, nxt = logp.max(-1)  # (batch,), (batch,)
+            scores += torch.where(done, 0.0, best)
+            nxt = torch.where(done, eos, nxt)
+            ys = torch.cat((ys, nxt.unsqueeze(1)), dim=1)  # (batch, t + 2)
+            w = _last_weights(rec, names)
+            if w is not None:
+                weights.append(w)  # (batch, layers, heads, 1, src_steps)
+            done |= nxt == eos
+            if bool(done.all()):
+                break
+    attention = torch.cat(weights, dim=3) if weights else None  # (batch, L, H, steps, src)
+    return ys[:, 1:], scores, attention
+
+
+@torch.no_grad()
+def beam_search_ids(model: nn.Module, src: torch.Tensor, src_valid_len: torch.Tensor, bos: int,
+                    eos: int, beam_size: int, max_len: int, length_penalty: float = 0.6, *,
+                    use_cache: bool = True, need_weights: bool = True):
+    """Beam search for ONE source sentence (``src (1, steps)``); returns the best hypothesis.
+
+    Keeps the ``beam_size`` most likely prefixes. A prefix that emits ``<eos>`` is set
+    aside as finished and the beam shrinks by one, so exactly ``beam_size`` hypotheses
+    finish (or ``max_len`` stops the rest). The winner maximises ``log p / lp`` with
+    GNMT's length penalty ``lp = ((5 + length) / 6) ** length_penalty`` (0 = raw log p;
+    larger favours longer output). With ``beam_size=1`` this is greedy search.
+    Returns ``(ids list, score, attention (layers, heads, steps, src_steps) or None, finished)``.
+    """
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
+    if src.shape[0] != 1:
+        raise ValueError(f"beam_search_ids decodes one sentence: src must be (1, steps), "
+                         f"got {tuple(src.shape)}")
+    model.eval()
+    dec = model.decoder
+    with _recorder(model, need_weights) as rec:
+        enc_all = model.encoder(src, src_valid_len)
+        state = dec.init_state(enc_all, src_valid_len)
+        names = _cross_names(model)
+        ys = torch.full((1, 1), bos, dtype=torch.long, device=src.device)  # (alive, t + 1)
+        scores = torch.zeros(1, device=src.device)  # (alive,)
+        attn = None  # (alive, layers, heads, t, src_steps)
+        finished = []  # (ids, log p, attention, reached <eos>)
+        for _ in range(max_len):
+            if use_cache:
+                logits, state = dec(ys[:, -1:], state)  # (alive, 1, vocab)
+            else:
+                fresh = dec.reorder_state(dec.init_state(enc_all, src_valid_len),
+                                          torch.zeros(ys.shape[0], dtype=torch.long, device=src.device))
+                logits, _ = dec(ys, fresh)  # (alive, t + 1, vocab)
+            logp = scores[:, None] + logits[:, -1].log_softmax(-1)  # (alive, vocab)
+            w = _last_weights(rec, names)  # (alive, layers, heads, 1, src_steps)
+            if w is not None:
+                attn = w if attn is None else torch.cat((attn, w), dim=3)
+            budget = beam_size - len(finished)
+            top, flat = logp.flatten().topk(budget)  # (budget,)
+            parent, token = flat // logp.shape[1], flat % logp.shape[1]  # (budget,)
+            keep = []
+            for j in range(budget):
+                if int(token[j]) == eos:
+                    finished.append((ys[parent[j], 1:].tolist() + [eos], float(top[j]),
+                                     None if attn is None else attn[parent[j]], True))
+                else:
+                    keep.append(j)
+            if not keep:
+                break
+            keep = torch.tensor(keep, device=src.device)
+            parent = parent[keep]
+            ys = torch.cat((ys[parent], token[keep].unsqueeze(1)), dim=1)  # (alive, t + 2)
+            scores = top[keep]
+            attn = None if attn is None else attn[parent]
+            if use_cache:
+                state = dec.reorder_state(state, parent)
+        else:
+            for i in range(ys.shape[0]):  # max_len reached: the survivors end unfinished
+                finished.append((ys[i, 1:].tolist(), float(scores[i]),
+                                 None if attn is None else attn[i], False))
+
+    def normalised(h):
+        return h[1] / ((5 + len(h[0])) / 6) ** length_penalty
+
+    return max(finished, key=normalised)
+
+
+def _as_list(sentences) -> tuple[list, bool]:
+    """A single sentence (a string, or a tuple/list of token strings) or a list of them."""
+    if isinstance(sentences, str):
+        return [sentences], True
+    if (isinstance(sentences, Sequence) and sentences
+            and all(isinstance(t, str) for t in sentences) and not isinstance(sentences, list)):
+        return [sentences], True  # a tuple of tokens
+    if not isinstance(sentences, Sequence) or not sentences:
+        raise ValueError(f"expected a sentence or a non-empty list of sentences, got {sentences!r}")
+    return list(sentences), False
+
+
+def _translation(data, src_row, valid, ids, score, attention, finished) -> Translation:
+    n = int(valid)
+    src_tokens = data.src_vocab.to_tokens(src_row[:n].tolist())
+    eos = data.tgt_vocab.eos
+    body = ids[: ids.index(eos)] if eos in ids else ids
+    tokens = data.tgt_vocab.to_tokens(body)
+    if attention is not None:
+        rows = len(body) + (1 if finished else 0)
+        attention = attention[:, :, :rows, :n].cpu()  # (layers, heads, target_steps, source_len)
+    return Translation(list(tokens), list(src_tokens), attention, float(score), finished)
+
+
+def greedy_decode(model: nn.Module, data, sentences, max_len: int | None = None, *,
+                  use_cache: bool = True, need_weights: bool = True, batch_size: int = 512):
+    """Translate a sentence (or a list of them) greedily, in batches.
+
+    ``data`` provides the vocabularies and ``encode_src`` (a ``TranslationData``);
+    ``max_len`` defaults to ``data.num_steps``. Returns a :class:`Translation` for one
+    sentence, a list of them for a list. ``need_weights=False`` skips the attention
+    weights (faster: the fused attention kernels stay on).
+    """
+    items, single = _as_list(sentences)
+    max_len = max_len or data.num_steps
+    bos, eos, _ = _specials(data)
+    device = next(model.parameters()).device
+    out = []
+    for start in range(0, len(items), batch_size):
+        src, valid = _encode_batch(data, items[start: start + batch_size], device)
+        with torch_threads(1, device):  # tiny steps: one thread is fastest (see attnlib.training)
+            ids, scores, attention = greedy_search(model, src, valid, bos, eos, max_len,
+                                                   use_cache=use_cache, need_weights=need_weights)
+        for i in range(src.shape[0]):
+            row = ids[i].tolist()
+            out.append(_translation(data, src[i], valid[i], row, scores[i],
+                                    None if attention is None else attention[i], eos in row))
+    return out[0] if single else out
+
+
+def beam_search(model: nn.Module, data, sentences, beam_size: int = 4, max_len: int | None = None,
+                length_penalty: float = 0.6, *, use_cache: bool = True, need_weights: bool = True):
+    """Translate with beam search (see :func:`beam_search_ids`); returns like :func:`greedy_decode`."""
+    items, single = _as_list(sentences)
+    max_len = max_len or data.num_steps
+    bos, eos, _ = _specials(data)
+    device = next(model.parameters()).device
+    out = []
+    for item in items:
+        src, valid = _encode_batch(data, [item], device)
+        with torch_threads(1, device):
+            ids, score, attention, finished = beam_search_ids(
+                model, src, valid, bos, eos, beam_size, max_len, length_penalty,
+                use_cache=use_cache, need_weights=need_weights)
+        out.append(_translation(data, src[0], valid[0], ids, score, attention, finished))
+    return out[0] if single else out
+
+
+def translate(model: nn.Module, data, sentences, max_len: int | None = None,
+              batch_size: int = 512) -> list[str]:
+    """Greedy translations of many sentences as strings, without weights (for BLEU)."""
+    items, _ = _as_list(sentences)
+    return [t.sentence for t in greedy_decode(model, data, items, max_len, need_weights=False,
+                                              batch_size=batch_size)]

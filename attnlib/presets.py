@@ -1,0 +1,89 @@
+"""The model sizes and training settings that the chapters and ``scripts/quality.py`` share.
+
+One place for the numbers, so a chapter's model is the one whose quality
+``make quality`` measured (``results/quality.md``). Each preset holds the model's
+constructor arguments and the training settings (``num_epochs``, ``lr``)::
+
+    data = TranslationData(**DATA_DEFAULTS)
+    model = build_model("bahdanau", data)
+    history = train_seq2seq(model, data, **training_args("bahdanau"))
+
+Every model sees the same data (:data:`DATA_DEFAULTS`), so their scores compare.
+"""
+from __future__ import annotations
+
+from .seq2seq import (
+    EncoderDecoder,
+    LuongAttentionDecoder,
+    Seq2SeqAttentionDecoder,
+    Seq2SeqDecoder,
+    Seq2SeqEncoder,
+)
+from .transformer import TransformerDecoder, TransformerEncoder
+
+#: The corpus every chapter trains on (arguments of ``attnlib.data.TranslationData``).
+DATA_DEFAULTS = dict(batch_size=128, num_steps=24, num_pairs=6000, min_freq=1, seed=0)
+
+_RNN = dict(embed_size=32, num_hiddens=64, num_layers=1, dropout=0.1)
+
+#: Sutskever-style baseline: the decoder sees the source through one fixed vector.
+NO_ATTENTION_DEFAULTS = dict(_RNN, num_epochs=20, lr=0.005)
+#: Bahdanau et al.: bidirectional encoder, additive attention with the previous state.
+BAHDANAU_DEFAULTS = dict(_RNN, bidirectional=True, num_epochs=20, lr=0.005)
+#: Luong et al.: attention after the GRU step, dot or general score.
+LUONG_DOT_DEFAULTS = dict(_RNN, score="dot", num_epochs=20, lr=0.005)
+LUONG_GENERAL_DEFAULTS = dict(_RNN, score="general", num_epochs=20, lr=0.005)
+#: The Transformer (post-LN as in the paper), and its pre-LN variant.
+TRANSFORMER_DEFAULTS = dict(num_hiddens=64, ffn_num_hiddens=128, num_heads=4, num_blks=2,
+                            dropout=0.1, pre_norm=False, num_epochs=20, lr=0.002)
+TRANSFORMER_PRE_LN_DEFAULTS = dict(TRANSFORMER_DEFAULTS, pre_norm=True)
+
+PRESETS = {
+    "no_attention": NO_ATTENTION_DEFAULTS,
+    "bahdanau": BAHDANAU_DEFAULTS,
+    "luong_dot": LUONG_DOT_DEFAULTS,
+    "luong_general": LUONG_GENERAL_DEFAULTS,
+    "transformer": TRANSFORMER_DEFAULTS,
+    "transformer_pre_ln": TRANSFORMER_PRE_LN_DEFAULTS,
+}
+
+_TRAINING_KEYS = ("num_epochs", "lr")
+
+
+def _preset(name: str, overrides: dict) -> dict:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+    unknown = set(overrides) - set(PRESETS[name])
+    if unknown:
+        raise ValueError(f"preset {name!r} has no setting(s) {sorted(unknown)}; "
+                         f"it has {sorted(PRESETS[name])}")
+    return {**PRESETS[name], **overrides}
+
+
+def training_args(name: str, **overrides) -> dict:
+    """``num_epochs`` and ``lr`` of preset ``name``, for :func:`attnlib.training.train_seq2seq`."""
+    p = _preset(name, overrides)
+    return {k: p[k] for k in _TRAINING_KEYS}
+
+
+def build_model(name: str, data, **overrides) -> EncoderDecoder:
+    """The encoder-decoder of preset ``name`` sized for ``data``'s vocabularies.
+
+    ``overrides`` replace preset settings (e.g. ``num_hiddens=32``). Seed torch before
+    calling it to fix the initial weights.
+    """
+    p = _preset(name, overrides)
+    src_v, tgt_v = len(data.src_vocab), len(data.tgt_vocab)
+    if name.startswith("transformer"):
+        args = [p[k] for k in ("num_hiddens", "ffn_num_hiddens", "num_heads", "num_blks", "dropout")]
+        return EncoderDecoder(TransformerEncoder(src_v, *args, pre_norm=p["pre_norm"]),
+                              TransformerDecoder(tgt_v, *args, pre_norm=p["pre_norm"]))
+    sizes = [p[k] for k in ("embed_size", "num_hiddens", "num_layers", "dropout")]
+    encoder = Seq2SeqEncoder(src_v, *sizes, bidirectional=p.get("bidirectional", False))
+    if name == "no_attention":
+        decoder = Seq2SeqDecoder(tgt_v, *sizes)
+    elif name == "bahdanau":
+        decoder = Seq2SeqAttentionDecoder(tgt_v, *sizes)
+    else:
+        decoder = LuongAttentionDecoder(tgt_v, *sizes, score=p["score"])
+    return EncoderDecoder(encoder, decoder)

@@ -1,0 +1,227 @@
+"""Training any encoder-decoder of the book with one function.
+
+:func:`train_seq2seq` trains a :class:`attnlib.seq2seq.EncoderDecoder` (RNN or
+Transformer) on a :class:`attnlib.data.TranslationData` with teacher forcing:
+the decoder reads ``<bos> y_1 .. y_{n-1}`` and must predict ``y_1 .. y_n <eos>``.
+The loss is cross-entropy over real target tokens only (padding is ignored), the
+gradient norm is clipped, and the returned :class:`History` records the losses,
+the time per epoch, the device, and the throughput over *all* epochs (d2l reports
+the last epoch only).
+
+The models in this book are tiny, so a step costs mostly Python and kernel-launch
+overhead, not arithmetic. The loop therefore never reads a number back from the
+device inside an epoch (no ``.item()`` per batch): losses are summed as tensors and
+read once per epoch. For the same reason training on the CPU uses one thread by
+default (``cpu_threads=1``): a 32-unit GRU step is too small to split, and extra
+OpenMP threads spin-wait whenever another process holds a core. Measured on the
+book's shared 2-core machine, one Bahdanau step took 20 ms on one thread, 43 ms on
+two (``OMP_WAIT_POLICY=PASSIVE``) and about 300 ms on two with the default policy.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .device import best_device
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None, device=None):
+    """Let torch use ``n`` CPU threads inside the block (unchanged when ``n`` is None or
+    ``device`` is not the CPU); the previous setting is restored afterwards."""
+    if n is None or (device is not None and torch.device(device).type != "cpu"):
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def masked_ce_loss(logits: torch.Tensor, label: torch.Tensor, pad: int) -> torch.Tensor:
+    """Mean cross-entropy over the tokens of ``label`` that are not ``pad``.
+
+    ``logits (batch, steps, vocab)``, ``label (batch, steps)``. A batch with no real
+    token gives 0, not NaN.
+    """
+    if logits.dim() != 3 or label.shape != logits.shape[:2]:
+        raise ValueError(f"logits must be (batch, steps, vocab) and label (batch, steps) with the "
+                         f"same batch and steps, got logits {tuple(logits.shape)} and label "
+                         f"{tuple(label.shape)}")
+    total = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), label.reshape(-1),
+                            ignore_index=pad, reduction="sum")
+    return total / (label != pad).sum().clamp(min=1)
+
+
+def trim_batch(src, tgt_in, src_valid_len, label, pad: int):
+    """Cut the padding columns that no sentence of the batch needs (before moving it).
+
+    Exact for every model of the book: decoders are causal, so later target columns
+    never change earlier outputs, and encoders ignore source padding (masked keys,
+    packed GRUs). The RNN decoders then run as many steps as the longest target.
+    """
+    s = int(src_valid_len.max())
+    t = int((label != pad).sum(1).max())
+    return src[:, :s], tgt_in[:, :t], src_valid_len, label[:, :t]
+
+
+@dataclass
+class History:
+    """What :func:`train_seq2seq` measured, one entry per epoch.
+
+    ``tokens_per_sec`` is the mean throughput over every epoch (all target tokens
+    trained on divided by all training time, validation excluded).
+    """
+
+    device: str
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # training time per epoch
+    tokens: list[int] = field(default_factory=list)  # target tokens (not padding) per epoch
+
+    @property
+    def tokens_per_sec(self) -> float:
+        return sum(self.tokens) / max(sum(self.seconds), 1e-9)
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(self.seconds)
+
+    def summary(self) -> str:
+        val = f", val loss {self.val_loss[-1]:.3f}" if self.val_loss else ""
+        return (f"loss {self.train_loss[-1]:.3f}{val}, {self.tokens_per_sec:,.0f} tokens/s "
+                f"on {self.device}, {self.total_seconds:.1f} s")
+
+
+def check_compatible(model: nn.Module, data) -> None:
+    """Raise a ``ValueError`` when the model's vocabulary sizes differ from the data's."""
+    for side, part, vocab in (("source", "encoder", data.src_vocab),
+                              ("target", "decoder", data.tgt_vocab)):
+        size = getattr(getattr(model, part, None), "vocab_size", None)
+        if size is None:
+            raise TypeError(f"model must be an EncoderDecoder whose {part} has a vocab_size, "
+                            f"got {type(model).__name__}")
+        if size != len(vocab):
+            raise ValueError(f"the model's {part} was built for a {side} vocabulary of {size} "
+                             f"tokens, but the data's has {len(vocab)}: build the model with "
+                             f"len(data.{'src' if side == 'source' else 'tgt'}_vocab)")
+
+
+def evaluate_loss(model: nn.Module, batches, pad: int, device=None) -> float:
+    """Mean masked cross-entropy of ``model`` over ``batches`` in evaluation mode.
+
+    The Transformer decoder keeps its causal mask in evaluation, so this is an honest
+    held-out loss (each position sees only the words before it).
+    """
+    device = device or next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    total = torch.zeros((), device=device)
+    count = torch.zeros((), device=device, dtype=torch.long)
+    with torch.no_grad():
+        for batch in batches:
+            src, tgt_in, src_valid_len, label = trim_batch(*batch, pad)
+            src, tgt_in, label = src.to(device), tgt_in.to(device), label.to(device)
+            logits = model(src, tgt_in, src_valid_len.to(device))
+            n = (label != pad).sum()
+            total += masked_ce_loss(logits, label, pad) * n
+            count += n
+    model.train(was_training)
+    return (total / count.clamp(min=1)).item()
+
+
+def train_seq2seq(model: nn.Module, data, num_epochs: int, lr: float, *, grad_clip: float = 1.0,
+                  device=None, seed: int = 0, progress: bool = True, plot: bool = False,
+                  cpu_threads: int | None = 1) -> History:
+    """Train ``model`` on ``data.train_dataloader()`` with Adam; return a :class:`History`.
+
+    ``device`` defaults to :func:`attnlib.best_device` (a GPU when there is one); the
+    model is moved there and stays there. ``seed`` seeds dropout and shuffling (seed
+    the model's initial weights yourself, before building it). ``progress`` shows a
+    tqdm bar over epochs; ``plot`` redraws a loss plot in a notebook as training goes.
+    After every epoch the validation loss is computed in evaluation mode.
+    ``cpu_threads``: torch threads while training on the CPU (see the module docstring);
+    ``None`` keeps torch's setting.
+    """
+    if not isinstance(num_epochs, int) or num_epochs < 1:
+        raise ValueError(f"num_epochs must be a positive int, got {num_epochs!r}")
+    if not lr > 0:
+        raise ValueError(f"lr must be positive, got {lr!r}")
+    check_compatible(model, data)
+    device = torch.device(device) if device is not None else best_device()
+    with torch_threads(cpu_threads, device):
+        return _train(model, data, num_epochs, lr, grad_clip, device, seed, progress, plot)
+
+
+def _train(model, data, num_epochs, lr, grad_clip, device, seed, progress, plot) -> History:
+    from tqdm.auto import trange
+
+    torch.manual_seed(seed)
+    model.to(device)
+    pad = data.tgt_vocab.pad
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=device.type in ("cpu", "cuda"))
+    history = History(device=str(device))
+    plotter = _LivePlot(num_epochs) if plot else None
+    bar = trange(num_epochs, desc=f"training on {device}", disable=not progress)
+    for _ in bar:
+        model.train()
+        total = torch.zeros((), device=device)
+        count = torch.zeros((), device=device, dtype=torch.long)
+        start = time.perf_counter()
+        for batch in data.train_dataloader():
+            src, tgt_in, src_valid_len, label = trim_batch(*batch, pad)
+            src, tgt_in, label = src.to(device), tgt_in.to(device), label.to(device)
+            logits = model(src, tgt_in, src_valid_len.to(device))  # (batch, steps, vocab)
+            loss = masked_ce_loss(logits, label, pad)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if grad_clip:
+                nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            optimizer.step()
+            n = (label != pad).sum()
+            total += loss.detach() * n
+            count += n
+        history.train_loss.append((total / count.clamp(min=1)).item())  # one sync per epoch
+        history.seconds.append(time.perf_counter() - start)
+        history.tokens.append(int(count))
+        if len(data.val):
+            history.val_loss.append(evaluate_loss(model, data.val_dataloader(), pad, device))
+        bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}",
+                        tok_s=f"{history.tokens[-1] / history.seconds[-1]:,.0f}")
+        if plotter is not None:
+            plotter.update(history)
+    model.eval()
+    return history
+
+
+class _LivePlot:
+    """Train and validation loss, redrawn in a notebook about 20 times during training."""
+
+    def __init__(self, num_epochs: int) -> None:
+        self.every = max(1, num_epochs // 20)
+        self.num_epochs = num_epochs
+
+    def update(self, history: History) -> None:
+        epoch = len(history.train_loss)
+        if epoch % self.every and epoch != self.num_epochs:
+            return
+        import matplotlib.pyplot as plt
+        from IPython.display import clear_output, display
+
+        fig, ax = plt.subplots(figsize=(4.5, 3))
+        epochs = range(1, epoch + 1)
+        ax.plot(epochs, history.train_loss, label="train")
+        if history.val_loss:
+            ax.plot(epochs, history.val_loss, "--", label="validation")
+        ax.set(xlabel="epoch", ylabel="loss", xlim=(1, self.num_epochs), yscale="log")
+        ax.legend()
+        clear_output(wait=True)
+        display(fig)
+        plt.close(fig)

@@ -1,0 +1,181 @@
+"""train_seq2seq, masked_ce_loss, trim_batch, presets, and decoding real sentences after training."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnlib.data import TranslationData
+from attnlib.decoding import beam_search, greedy_decode, translate
+from attnlib.presets import PRESETS, build_model, training_args
+from attnlib.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
+from attnlib.training import (
+    evaluate_loss,
+    masked_ce_loss,
+    torch_threads,
+    train_seq2seq,
+    trim_batch,
+)
+from attnlib.transformer import TransformerDecoder, TransformerEncoder
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models: one thread (extra OpenMP threads spin when the CPU is shared)."""
+    with torch_threads(1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def data():
+    return TranslationData(batch_size=32, num_steps=24, num_pairs=300, seed=0)
+
+
+def tiny_transformer(data, pre_norm=False):
+    torch.manual_seed(0)
+    return EncoderDecoder(
+        TransformerEncoder(len(data.src_vocab), 16, 32, 2, 1, 0.0, pre_norm=pre_norm),
+        TransformerDecoder(len(data.tgt_vocab), 16, 32, 2, 1, 0.0, pre_norm=pre_norm))
+
+
+def tiny_bahdanau(data):
+    torch.manual_seed(0)
+    return EncoderDecoder(Seq2SeqEncoder(len(data.src_vocab), 8, 16, 1, bidirectional=True),
+                          Seq2SeqAttentionDecoder(len(data.tgt_vocab), 8, 16, 1))
+
+
+# --- the loss ------------------------------------------------------------------------------------
+
+def test_masked_ce_loss_ignores_padding():
+    logits, label = torch.randn(2, 4, 7), torch.tensor([[3, 4, 2, 0], [5, 2, 0, 0]])
+    keep = label != 0
+    expected = F.cross_entropy(logits[keep], label[keep])
+    torch.testing.assert_close(masked_ce_loss(logits, label, pad=0), expected)
+    changed = logits.clone()
+    changed[~keep] = 100.0  # scores at padded positions do not matter
+    torch.testing.assert_close(masked_ce_loss(changed, label, pad=0), expected)
+
+
+def test_masked_ce_loss_of_only_padding_is_zero_not_nan():
+    assert masked_ce_loss(torch.randn(1, 3, 5), torch.zeros(1, 3, dtype=torch.long), 0).item() == 0.0
+
+
+def test_masked_ce_loss_checks_shapes():
+    with pytest.raises(ValueError, match=r"logits must be \(batch, steps, vocab\)"):
+        masked_ce_loss(torch.randn(2, 4, 7), torch.zeros(2, 5, dtype=torch.long), 0)
+
+
+def test_trim_batch_keeps_every_real_token(data):
+    src, tgt_in, vl, label = next(iter(data.train_dataloader()))
+    s, t, vl2, lab = trim_batch(src, tgt_in, vl, label, data.tgt_vocab.pad)
+    assert s.shape[1] == int(vl.max()) < src.shape[1]
+    assert (src[:, s.shape[1]:] == data.src_vocab.pad).all()
+    assert (label[:, lab.shape[1]:] == data.tgt_vocab.pad).all() and (lab != 0).any(0).all()
+    assert torch.equal(t, tgt_in[:, : lab.shape[1]])
+
+
+@pytest.mark.parametrize("make", [tiny_transformer, tiny_bahdanau])
+def test_trimming_changes_no_logit(data, make):
+    model = make(data).eval()
+    src, tgt_in, vl, label = data.build(data.val[:16])
+    s, t, vl, lab = trim_batch(src, tgt_in, vl, label, 0)
+    full = model(src, tgt_in, vl)
+    torch.testing.assert_close(model(s, t, vl), full[:, : t.shape[1]], atol=1e-5, rtol=1e-4)
+
+
+# --- training --------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make", [tiny_transformer, tiny_bahdanau])
+def test_short_training_lowers_the_loss(data, make):
+    model = make(data)
+    before = evaluate_loss(model, data.val_dataloader(), data.tgt_vocab.pad)
+    history = train_seq2seq(model, data, 4, 0.01, progress=False)
+    assert len(history.train_loss) == len(history.val_loss) == len(history.seconds) == 4
+    assert history.train_loss[-1] < history.train_loss[0]
+    assert history.val_loss[-1] < before - 0.5
+    assert history.device == "cpu" and not model.training
+    real = sum(int((b[3] != 0).sum()) for b in data.train_dataloader())
+    assert history.tokens == [real] * 4  # padding is not counted as throughput
+    assert history.tokens_per_sec == pytest.approx(4 * real / sum(history.seconds))
+
+
+def test_training_is_reproducible_and_restores_threads(data):
+    threads = torch.get_num_threads()
+    losses = []
+    for _ in range(2):
+        model = tiny_transformer(data)
+        losses.append(train_seq2seq(model, data, 1, 0.01, progress=False, cpu_threads=1).train_loss)
+    assert losses[0] == losses[1]
+    assert torch.get_num_threads() == threads
+
+
+def test_validation_loss_uses_the_causal_mask(data):
+    """evaluate_loss equals the loss of decoding the references one token at a time."""
+    model = tiny_transformer(data)
+    train_seq2seq(model, data, 1, 0.01, progress=False)
+    src, tgt_in, vl, label = data.build(data.val[:8])
+    state, outs = model.encode(src, vl), []
+    for t in range(tgt_in.shape[1]):
+        out, state = model.decoder(tgt_in[:, t: t + 1], state)
+        outs.append(out)
+    stepwise = masked_ce_loss(torch.cat(outs, 1), label, 0).item()
+    batches = [data.build(data.val[:8])]
+    assert evaluate_loss(model, batches, 0) == pytest.approx(stepwise, rel=1e-4)
+
+
+def test_mismatched_vocabularies_are_refused(data):
+    other = TranslationData(batch_size=32, num_pairs=120, seed=1)
+    model = tiny_transformer(other)
+    with pytest.raises(ValueError, match="vocabulary of .* tokens, but the data's has"):
+        train_seq2seq(model, data, 1, 0.01, progress=False)
+    with pytest.raises(ValueError, match="num_epochs"):
+        train_seq2seq(tiny_transformer(data), data, 0, 0.01, progress=False)
+    with pytest.raises(ValueError, match="lr must be positive"):
+        train_seq2seq(tiny_transformer(data), data, 1, 0.0, progress=False)
+
+
+# --- presets -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_builds_for_the_data(data, name):
+    model = build_model(name, data).eval()
+    src, tgt_in, vl, _ = data.build(data.val[:3])
+    assert model(src, tgt_in, vl).shape == (3, data.num_steps, len(data.tgt_vocab))
+    assert set(training_args(name)) == {"num_epochs", "lr"}
+
+
+def test_preset_errors(data):
+    with pytest.raises(ValueError, match="unknown preset"):
+        build_model("lstm", data)
+    with pytest.raises(ValueError, match="no setting"):
+        build_model("bahdanau", data, num_hidden=3)
+
+
+# --- decoding sentences --------------------------------------------------------------------------------
+
+def test_greedy_decode_returns_tokens_and_heatmap_ready_attention(data):
+    model = tiny_bahdanau(data)
+    out = greedy_decode(model, data, "i'm home .", max_len=6)
+    assert out.src_tokens == ["i'm", "home", ".", "<eos>"]
+    rows = len(out.tokens) + out.finished
+    assert out.attention.shape == (1, 1, rows, 4) and len(out.target_labels) == rows
+    torch.testing.assert_close(out.attention.sum(-1), torch.ones(1, 1, rows))
+    many = greedy_decode(model, data, ["go .", ("i", "lost", ".")], max_len=6)
+    assert [m.src_tokens[:-1] for m in many] == [["go", "."], ["i", "lost", "."]]
+    assert translate(model, data, ["i'm home ."], max_len=6, batch_size=1) == [out.sentence]
+    assert beam_search(model, data, "i'm home .", beam_size=1, max_len=6).tokens == out.tokens
+
+
+def test_transformer_attention_per_layer_and_head(data):
+    model = tiny_transformer(data)
+    out = beam_search(model, data, ["he's calm ."], beam_size=3, max_len=5)[0]
+    assert out.attention.shape[:2] == (1, 2) and out.attention.shape[-1] == 4
+
+
+def test_decoding_errors(data):
+    model = tiny_bahdanau(data)
+    with pytest.raises(ValueError, match="num_steps=24"):
+        greedy_decode(model, data, " ".join(["dog"] * 30))
+    with pytest.raises(ValueError, match="empty"):
+        greedy_decode(model, data, "")
+    with pytest.raises(ValueError, match="non-empty list"):
+        greedy_decode(model, data, [])
