@@ -25,6 +25,7 @@ from .data import (
     split_pairs,
     truncate_pad,
 )
+from .decoding import Translation, beam_search, greedy_decode, translate
 from .device import best_device
 from .metrics import (
     alignment_accuracy,
@@ -45,6 +46,7 @@ from .positional import (
     offset_rotation,
     sinusoidal_table,
 )
+from .presets import PRESETS, build_model, training_args
 from .recording import AttentionModule, AttentionRecord, record_attention
 from .scoring import (
     AdditiveAttention,
@@ -60,7 +62,23 @@ from .scoring import (
     masked_softmax,
     scaled_dot_product,
 )
-from .transformer import AddNorm, PositionWiseFFN, TransformerEncoderBlock
+from .seq2seq import (
+    EncoderDecoder,
+    LuongAttentionDecoder,
+    Seq2Seq,
+    Seq2SeqAttentionDecoder,
+    Seq2SeqDecoder,
+    Seq2SeqEncoder,
+)
+from .training import History, masked_ce_loss, train_seq2seq
+from .transformer import (
+    AddNorm,
+    PositionWiseFFN,
+    TransformerDecoder,
+    TransformerDecoderBlock,
+    TransformerEncoder,
+    TransformerEncoderBlock,
+)
 
 __version__ = "0.1.0"
 
@@ -79,4 +97,10 @@ __all__ += [  # data and metrics (chapters 4-7)
     "novel_pair_fraction", "split_pairs", "truncate_pad",
     "alignment_accuracy", "alignment_error_rate", "bleu", "corpus_alignment_accuracy",
     "corpus_alignment_error_rate", "corpus_bleu", "corpus_chrf",
+]
+__all__ += [  # models, training and decoding (chapters 4, 5, 7)
+    "EncoderDecoder", "History", "LuongAttentionDecoder", "PRESETS", "Seq2Seq",
+    "Seq2SeqAttentionDecoder", "Seq2SeqDecoder", "Seq2SeqEncoder", "Translation",
+    "TransformerDecoder", "TransformerDecoderBlock", "TransformerEncoder", "beam_search",
+    "build_model", "greedy_decode", "masked_ce_loss", "train_seq2seq", "training_args", "translate",
 ]
