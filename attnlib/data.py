@@ -192,7 +192,7 @@ HELD_OUT_PAIRS = (("red", "dog"), ("black", "car"), ("small", "apple"), ("green"
 
 #: Source words that do not count as content words in novel_pair_fraction.
 FUNCTION_WORDS = frozenset(
-    "the a my and that to in on under with near not don't doesn't didn't is are . , ! ?".split()
+    "the a an my and that to in on under with near not don't doesn't didn't is are . , ! ?".split()
     + [p[0] for p in _PRONOUNS] + [p[4] for p in _PRONOUNS])
 
 _VOWELS = tuple("aeiouéèêâàh")
@@ -396,6 +396,8 @@ def _finish(fr_items: list[tuple[str, set[int]]]) -> list[tuple[str, set[int]]]:
 
 
 def _make_pair(en: list[str], fr_items: list[tuple[str, set[int]]]) -> Pair:
+    en = ["an" if w == "a" and nxt.startswith(tuple("aeiou")) else w
+          for w, nxt in zip(en, en[1:] + [""], strict=True)]  # a apple -> an apple
     fr_items = _finish(fr_items)
     return Pair(tuple(en), tuple(t for t, _ in fr_items), tuple(tuple(sorted(s)) for _, s in fr_items))
 
