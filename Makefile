@@ -54,6 +54,11 @@ execute: install
 test: install lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# Train every chapter's model (3 seeds) and write results/quality.md and .json (about 15 min).
+.PHONY: quality
+quality: install
+	$(BIN)/python scripts/quality.py
+
 lock:
 	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
 	build/lock-venv/bin/python -m pip install --quiet --upgrade "pip>=24"
@@ -66,3 +71,7 @@ lock:
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+.PHONY: bench
+bench: install  ## time attnlib against PyTorch and d2l; writes results/bench.{json,md} (python -m bench --quick: faster)
+	$(BIN)/python -m bench

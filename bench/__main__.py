@@ -1,0 +1,79 @@
+"""``python -m bench [--quick] [--parts attention,training,notebooks] [--out results]``."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+# Threads that sleep instead of spinning between parallel regions: on a machine whose
+# cores other processes share, spinning threads make timings erratic (attnlib.training's
+# docstring measured a 7x slowdown). Set before torch starts OpenMP; notebooks get the
+# environment the user had.
+_USER_OMP = os.environ.get("OMP_WAIT_POLICY")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # keep torch.profiler quiet
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes, short runs, no notebooks (about a minute)")
+    parser.add_argument("--parts", default=None,
+                        help="comma-separated: attention,training,notebooks (default: all; "
+                             "--quick: attention,training)")
+    parser.add_argument("--sizes", default=None,
+                        help="comma-separated sequence lengths for the attention tables")
+    parser.add_argument("--no-d2l", action="store_true", help="do not import d2l")
+    parser.add_argument("--out", default="results", help="folder for bench.json and bench.md")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from . import attention, notebooks, report, training
+    from .common import machine_info, sdpa_self_check
+
+    parts = set((args.parts or ("attention,training" if args.quick else
+                                "attention,training,notebooks")).split(","))
+    unknown = parts - {"attention", "training", "notebooks"}
+    if unknown:
+        parser.error(f"unknown part(s) {sorted(unknown)}")
+    sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else None
+    start = time.perf_counter()
+    devices = [torch.device("cpu")]
+    if torch.cuda.is_available():
+        devices.append(torch.device("cuda"))
+    d2l = None
+    if not args.no_d2l and parts & {"attention", "training"}:
+        print("importing d2l ...", flush=True)
+        d2l = attention.load_d2l()
+    results = {"machine": machine_info(devices[0]), "quick": args.quick,
+               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "devices": {}}
+    for device in devices:
+        res = results["devices"].setdefault(str(device.type), {})
+        if "attention" in parts:
+            res["sdpa_kernels"] = sdpa_self_check(device)
+            res["attention"] = attention.run(device, quick=args.quick, d2l=d2l, sizes=sizes)
+        if "training" in parts:
+            res["training"] = training.run(device, quick=args.quick, d2l=d2l,
+                                           threads=1 if device.type == "cpu" else None)
+        if device.type == "cuda":
+            res["gpu"] = torch.cuda.get_device_name(device)
+    if "notebooks" in parts:
+        if _USER_OMP is None:
+            os.environ.pop("OMP_WAIT_POLICY", None)
+        print("notebooks", flush=True)
+        results["notebooks"] = notebooks.run(Path.cwd())
+    results["wall_seconds"] = time.perf_counter() - start
+    js, md = report.write(results, Path(args.out))
+    print(f"wrote {js} and {md} in {results['wall_seconds']:.0f} s")
+    for device, res in results["devices"].items():
+        for key, g in res.get("goals", {}).items():
+            print(f"  [{device}] {'met   ' if g['met'] else 'MISSED'} {report.GOALS[key]}: "
+                  f"{g['value']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Timing, memory and machine facts shared by every benchmark."""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+
+def sync(device: torch.device) -> None:
+    """Wait for queued kernels on ``device`` (a no-op on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def interleaved(fns: dict[str, Callable[[], object]], device: torch.device, *,
+                max_repeats: int = 15, min_repeats: int = 3, budget_s: float = 4.0,
+                warmup: int = 1) -> dict[str, dict]:
+    """Time every function of ``fns`` round-robin; return ``{name: {median_s, times_s}}``.
+
+    Each round calls every candidate once, in an order rotated by one each round,
+    so a burst of load from another process slows all of them alike. The number of
+    rounds is chosen from the warm-up so that the whole measurement takes about
+    ``budget_s`` (between ``min_repeats`` and ``max_repeats`` rounds).
+    """
+    names = list(fns)
+    start = time.perf_counter()
+    for _ in range(warmup):
+        for name in names:
+            fns[name]()
+            sync(device)
+    per_round = (time.perf_counter() - start) / max(warmup, 1)
+    rounds = int(min(max_repeats, max(min_repeats, budget_s / max(per_round, 1e-9))))
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for i in range(len(names)):
+            name = names[(i + r) % len(names)]
+            sync(device)
+            t0 = time.perf_counter()
+            fns[name]()
+            sync(device)
+            times[name].append(time.perf_counter() - t0)
+    return {name: {"median_s": statistics.median(ts), "min_s": min(ts), "times_s": ts}
+            for name, ts in times.items()}
+
+
+def paired_ratio(res: dict[str, dict], name: str, base: str) -> float:
+    """Median over rounds of ``time(name) / time(base)`` within the same round.
+
+    Both were measured moments apart, so a slow period caused by another process
+    cancels out better than in a ratio of the two medians.
+    """
+    pairs = zip(res[name]["times_s"], res[base]["times_s"], strict=True)
+    return statistics.median(a / b for a, b in pairs)
+
+
+def peak_bytes(fn: Callable[[], object], device: torch.device) -> int:
+    """Peak bytes of the tensors ``fn()`` allocates (inputs and parameters excluded).
+
+    CUDA: ``torch.cuda.max_memory_allocated`` above what was allocated before.
+    CPU: :func:`attnlib.selfattention.peak_memory`, which counts every storage an
+    operator returns while it is alive (a fused kernel's private scratch is not
+    visible to it; the tensors that dominate, like an ``n x n`` weight matrix, are).
+    """
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        fn()
+        torch.cuda.synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - before
+    from attnlib.selfattention import peak_memory
+
+    return peak_memory(fn)[0]
+
+
+# Operator names that tell which SDPA kernel ran (PyTorch 2.x).
+SDPA_KERNELS = {
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "flash (fused CPU kernel)",
+    "aten::_scaled_dot_product_flash_attention": "flash (CUDA)",
+    "aten::_scaled_dot_product_efficient_attention": "memory-efficient (CUDA)",
+    "aten::_scaled_dot_product_cudnn_attention": "cuDNN",
+    "aten::_scaled_dot_product_fused_attention_overrideable": "fused (other backend)",
+    "aten::_scaled_dot_product_attention_math": "math (unfused)",
+}
+
+
+def kernels_used(fn: Callable[[], object]) -> list[str]:
+    """The SDPA kernels (see :data:`SDPA_KERNELS`) that ``fn()`` calls, found with torch.profiler.
+
+    Without any SDPA op (a step-by-step path) it returns ``["none (bmm + softmax)"]``.
+    """
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    with torch.profiler.profile(activities=activities) as prof:
+        fn()
+    names = {e.name for e in prof.events()}
+    found = [label for op, label in SDPA_KERNELS.items() if op in names]
+    return found or ["none (bmm + softmax)"]
+
+
+def machine_info(device: torch.device) -> dict:
+    """CPU model, cores, versions, threads and date: the facts a result needs to be read."""
+    cpu = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        import importlib.metadata as md
+
+        d2l_version = md.version("d2l")
+    except Exception:  # noqa: BLE001 - d2l is optional for the report
+        d2l_version = "not installed"
+    info = {
+        "date_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "d2l": d2l_version,
+        "torch_threads": torch.get_num_threads(),
+        "device": str(device),
+    }
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+    return info
+
+
+def sdpa_self_check(device: torch.device) -> dict:
+    """Which kernel raw SDPA picks for each mask kind at a mid size (profiled once)."""
+    q = torch.randn(2, 4, 256, 64, device=device)
+    pad = (torch.arange(256, device=device) < 200).view(1, 1, 1, 256).expand(2, 1, 1, 256)
+    return {
+        "none": kernels_used(lambda: F.scaled_dot_product_attention(q, q, q)),
+        "padding (bool mask)": kernels_used(lambda: F.scaled_dot_product_attention(
+            q, q, q, attn_mask=pad)),
+        "causal (is_causal)": kernels_used(lambda: F.scaled_dot_product_attention(
+            q, q, q, is_causal=True)),
+    }

@@ -1,0 +1,221 @@
+"""Goals, ``results/bench.json`` and the Markdown tables of ``results/bench.md``."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+GOALS = {
+    "sdpa_overhead": "attnlib MultiHeadAttention within 1.05x of raw SDPA (weights not requested)",
+    "vs_d2l_1024": "at least 2x faster than d2l's MultiHeadAttention at n = 1024, fwd+bwd",
+    "memory_4096": "peak memory at n = 4096 (fwd+bwd) at most 10 % of d2l's",
+    "transformer_step": "Transformer training step within 1.1x of nn.Transformer's",
+    "book": "the whole book in at most 5 minutes",
+}
+
+
+def _rows(results: dict, device: str, **match) -> list[dict]:
+    rows = results.get("devices", {}).get(device, {}).get("attention", {}).get("rows", [])
+    return [r for r in rows if all(r[k] == v for k, v in match.items())]
+
+
+def _geomean(xs) -> float:
+    xs = list(xs)
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def goals(results: dict, device: str = "cpu") -> dict:
+    """Each goal's measured value and whether it is met (None: not measured in this run)."""
+    out = {}
+    ours = _rows(results, device, table="module", candidate="attnlib")
+    if ours:
+        worst = max(ours, key=lambda r: r["ratio_to_sdpa"])
+        big = [r["ratio_to_sdpa"] for r in ours if r["n"] >= 1024]
+        gm = _geomean(r["ratio_to_sdpa"] for r in ours)
+        out["sdpa_overhead"] = {
+            "value": f"geometric mean {gm:.3f}x over {len(ours)} cases; n >= 1024 worst "
+                     f"{max(big):.3f}x; worst overall {worst['ratio_to_sdpa']:.2f}x "
+                     f"(n={worst['n']}, {worst['mask']}, {worst['mode']})" if big else
+                     f"geometric mean {gm:.3f}x over {len(ours)} cases",
+            "met": gm <= 1.05 and (not big or max(big) <= 1.05)}
+    speedups = {}
+    for r in _rows(results, device, table="module", n=1024, mode="fwd+bwd",
+                   candidate="d2l MultiHeadAttention"):
+        ref = _rows(results, device, table="module", n=1024, mode="fwd+bwd", mask=r["mask"],
+                    candidate="attnlib")[0]
+        speedups[r["mask"]] = r["median_ms"] / ref["median_ms"]
+    if speedups:
+        out["vs_d2l_1024"] = {"value": ", ".join(f"{m}: {s:.2f}x" for m, s in speedups.items()),
+                              "met": min(speedups.values()) >= 2.0}
+    mem = {r["candidate"]: r["peak_mib"] for r in _rows(results, device, table="module", n=4096,
+                                                          mode="fwd+bwd", mask="none")}
+    if mem.get("attnlib") and mem.get("d2l MultiHeadAttention"):
+        frac = mem["attnlib"] / mem["d2l MultiHeadAttention"]
+        out["memory_4096"] = {"value": f"{mem['attnlib']:.0f} MiB vs d2l "
+                                       f"{mem['d2l MultiHeadAttention']:.0f} MiB = {100 * frac:.1f} %",
+                              "met": frac <= 0.10}
+    training = results.get("devices", {}).get(device, {}).get("training")
+    if training:
+        ratio = training["seq2seq"]["attnlib Transformer"]["ratio_to_nn.Transformer"]
+        out["transformer_step"] = {"value": f"{ratio:.2f}x nn.Transformer's step time",
+                                   "met": ratio <= 1.1}
+    book = results.get("notebooks")
+    if book and book["notebooks"] and device == "cpu":
+        errors = [r["notebook"] for r in book["notebooks"] if r["error"]]
+        out["book"] = {"value": f"{book['total_seconds']:.0f} s for {len(book['notebooks'])} "
+                                f"notebooks" + (f" ({len(errors)} failed)" if errors else ""),
+                       "met": book["total_seconds"] <= 300 and not errors}
+    return out
+
+
+def write(results: dict, out_dir: Path) -> tuple[Path, Path]:
+    """Write ``bench.json`` and ``bench.md`` into ``out_dir``; return their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for device in results.get("devices", {}):
+        results["devices"][device]["goals"] = goals(results, device)
+    js, md = out_dir / "bench.json", out_dir / "bench.md"
+    js.write_text(json.dumps(results, indent=1, default=_plain) + "\n")
+    md.write_text(markdown(results))
+    return js, md
+
+
+def _plain(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return str(x)
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _mib(x) -> str:
+    return "-" if x is None else (f"{x:.2f}" if x < 10 else f"{x:,.0f}")
+
+
+def _attention_tables(rows: list[dict], table: str) -> str:
+    rows = [r for r in rows if r["table"] == table]
+    if not rows:
+        return ""
+    cands = list(dict.fromkeys(r["candidate"] for r in rows))
+    text = ""
+    for mode in ("fwd", "fwd+bwd"):
+        body = []
+        keys = list(dict.fromkeys((r["n"], r["mask"]) for r in rows if r["mode"] == mode))
+        for n, mask in keys:
+            cell = {r["candidate"]: r for r in rows
+                    if r["n"] == n and r["mask"] == mask and r["mode"] == mode}
+            line = [n, mask, f"{cell['sdpa']['median_ms']:.3g} ms"]
+            for c in cands[1:]:
+                r = cell.get(c)
+                line.append("-" if r is None else
+                            f"{r['ratio_to_sdpa']:.2f}x" + ("" if r["agrees"] else " (DIFFERS)"))
+            body.append(line)
+        text += f"\n**{mode}**: time of raw SDPA, and every other candidate as a multiple of it\n\n"
+        text += _table(["n", "mask", "sdpa", *cands[1:]], body)
+    mem = [r for r in rows if r["peak_mib"] is not None and r["mask"] == "none"]
+    if mem:
+        text += "\n**peak memory** (MiB of tensors allocated during the call, mask none)\n\n"
+        body = []
+        for mode in ("fwd", "fwd+bwd"):
+            for n in dict.fromkeys(r["n"] for r in mem if r["mode"] == mode):
+                cell = {r["candidate"]: r for r in mem if r["n"] == n and r["mode"] == mode}
+                body.append([n, mode] + [_mib(cell[c]["peak_mib"]) if c in cell else "-"
+                                         for c in cands])
+        text += _table(["n", "mode", *cands], body)
+    return text
+
+
+def markdown(results: dict) -> str:
+    m = results["machine"]
+    text = ["# Benchmarks: attnlib against PyTorch and d2l\n",
+            f"Written by `make bench` (`python -m bench{' --quick' if results.get('quick') else ''}`)"
+            f" on {m['date_utc']} in {results.get('wall_seconds', 0):.0f} s. "
+            "Machine-readable: [bench.json](bench.json). How to read it: "
+            "[docs/bench.md](../docs/bench.md).\n\n"]
+    text.append(_table(["", ""], [
+        ["CPU", f"{m['cpu']}, {m['cores']} cores ({m['cores_usable']} usable)"],
+        ["load average at start", m.get("load_average")],
+        ["Python / torch / d2l", f"{m['python']} / {m['torch']} / {m['d2l']}"],
+        ["torch threads (attention)", m["torch_threads"]],
+        ["OMP_WAIT_POLICY", results.get("omp_wait_policy")],
+        ["GPU", m.get("gpu") or "none (CUDA not available: GPU tables not measured)"],
+    ]))
+    text.append("\nThe machine is shared with other processes, so absolute times are noisy. "
+                "Candidates are timed alternately in one loop (the order rotated every round); "
+                "a ratio is the median over rounds of the two times measured in the same round. "
+                "Times are medians.\n")
+    for device, res in results.get("devices", {}).items():
+        text.append(f"\n## Goals ({device})\n\n")
+        text.append(_table(["goal", "measured", "met"], [
+            [GOALS[k], g["value"], "yes" if g["met"] else "**no**"]
+            for k, g in res.get("goals", {}).items()]))
+        att = res.get("attention")
+        if att:
+            s = att["settings"]
+            text.append(f"\n## Attention on {device}\n\nbatch {s['batch']}, {s['heads']} heads of "
+                        f"{s['head_dim']} ({s['num_hiddens']} hidden), {s['dtype']}; padding: "
+                        f"{s['padding']}; causal: every query sees the keys up to its own. Outputs "
+                        "(and weights, where returned) agree with raw SDPA unless marked DIFFERS.\n")
+            kern = res.get("sdpa_kernels", {})
+            if kern:
+                text.append("\nSDPA kernel that raw `F.scaled_dot_product_attention` runs "
+                            "(found with torch.profiler):\n\n")
+                text.append(_table(["mask", "kernel"], [[k, ", ".join(v)] for k, v in kern.items()]))
+            used = {(r["mask"], r["sdpa_kernel"]) for r in att["rows"]
+                    if r["candidate"] == "attnlib" and r["table"] == "module"}
+            if used:
+                text.append("\nattnlib's `MultiHeadAttention` without weights runs: " + "; ".join(
+                    f"{mask}: {k}" for mask, k in sorted(used)) + "\n")
+            text.append("\n### Multi-head modules (self-attention, projections included)\n")
+            text.append("\n`sdpa` is the same projections with `F.linear` around one "
+                        "`F.scaled_dot_product_attention` call. `attnlib (weights)` runs inside "
+                        "`record_attention`; nn.MHA uses `average_attn_weights=False`; d2l's causal "
+                        "case uses per-query valid lengths.\n")
+            text.append(_attention_tables(att["rows"], "module"))
+            text.append("\n### Attention core (inputs already split into heads)\n")
+            text.append("\n`attnlib.scaled_dot_product` against `F.scaled_dot_product_attention`.\n")
+            text.append(_attention_tables(att["rows"], "core"))
+            lim = att.get("limit")
+            if lim:
+                p = lim["matmul_peak"]
+                text.append(f"\n### The limit: GFLOP/s at n = {lim['n']}\n\nForward FLOPs "
+                            f"4 n^2 d per head (QK^T and AV), batch {lim['batch']}, "
+                            f"{lim['heads']} heads of {lim['head_dim']}: "
+                            f"{lim['flops_fwd'] / 1e9:.1f} GFLOP. Measured matmul peak "
+                            f"({p['size']}x{p['size']} fp32 matmul, same run): "
+                            f"{p['gflops_median']:.1f} GFLOP/s median, "
+                            f"{p['gflops_best']:.1f} best.\n\n")
+                text.append(_table(["candidate", "median ms", "GFLOP/s", "best GFLOP/s",
+                                    "of measured matmul peak"], [
+                    [k, f"{v['median_ms']:.1f}", f"{v['gflops']:.1f}",
+                     f"{v.get('gflops_best', float('nan')):.1f}",
+                     f"{100 * v['fraction_of_peak']:.0f} %"]
+                    for k, v in lim["candidates"].items()]))
+        tr = res.get("training")
+        if tr:
+            text.append(f"\n## Training on {device}\n\nSizes of `attnlib.presets` "
+                        f"(Transformer {tr['transformer']}), data `TranslationData"
+                        f"({tr['data']})`, {tr['steps']} measured steps each after 3 warm-up "
+                        f"steps, taking turns on the same batches; torch threads: "
+                        f"{tr.get('cpu_threads_used')}.\n\n")
+            body = []
+            for part in ("seq2seq", "encoder", "bahdanau"):
+                for name, v in tr.get(part, {}).items():
+                    ratio = next((f"{x:.2f}x" for k, x in v.items() if k.startswith("ratio_to_")
+                                  and x != 1.0), "1 (baseline)")
+                    body.append([name, f"{v['median_step_ms']:.1f}", f"{v['steps_per_s']:.1f}",
+                                 f"{v['tokens_per_s']:,.0f}", ratio])
+            text.append(_table(["model", "median step ms", "steps/s", "tokens/s",
+                                "step time vs baseline"], body))
+    book = results.get("notebooks")
+    if book:
+        text.append("\n## The book\n\nEvery chapter notebook executed headless with nbclient "
+                    "(fresh kernel each, kernel start included, committed files untouched).\n\n")
+        body = [[r["notebook"], r["cells"], f"{r['seconds']:.1f}", r["error"] or "ok"]
+                for r in book["notebooks"]]
+        body.append(["**whole book**", "", f"**{book['total_seconds']:.1f}**", ""])
+        text.append(_table(["notebook", "code cells", "seconds", "status"], body))
+    return "".join(text)

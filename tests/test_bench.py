@@ -1,0 +1,172 @@
+"""The benchmark code (``bench/``) on tiny sizes, so that ``make bench`` cannot rot.
+
+Nothing here asserts a time: only that every candidate runs, agrees with the baseline,
+and that the results are written and judged as documented.
+"""
+import json
+
+import nbformat
+import pytest
+import torch
+
+from bench import attention, common, notebooks, report, training
+
+CPU = torch.device("cpu")
+TINY_PLAN = [(8, attention.MASKS, ("fwd", "fwd+bwd"), 0)]
+
+
+def _tiny_table(kind, d2l=None):
+    return attention.run_table(kind, TINY_PLAN, CPU, batch=2, num_hiddens=8, heads=2, d2l=d2l,
+                               budget_s=0.0, max_repeats=1, log=lambda *_: None)
+
+
+def test_core_table_runs_and_agrees():
+    rows = _tiny_table("core")
+    assert {r["candidate"] for r in rows} == {"sdpa", "attnlib", "attnlib (weights)"}
+    assert len(rows) == 3 * 2 * 3  # masks x modes x candidates
+    assert all(r["agrees"] for r in rows)
+    assert all(r["ratio_to_sdpa"] == 1.0 for r in rows if r["candidate"] == "sdpa")
+    assert all(r["peak_mib"] > 0 for r in rows)
+    assert {r["sdpa_kernel"] for r in rows if r["candidate"] == "sdpa"} == {
+        "flash (fused CPU kernel)"}
+
+
+def test_module_table_all_candidates_agree(d2l):
+    rows = _tiny_table("module", d2l)
+    names = {r["candidate"] for r in rows}
+    assert names == {"sdpa", "attnlib", "attnlib (weights)", "nn.MHA need_weights=False",
+                     "nn.MHA need_weights=True", "d2l MultiHeadAttention"}
+    bad = [(r["candidate"], r["mask"]) for r in rows if not r["agrees"]]
+    assert bad == []
+
+
+@pytest.mark.parametrize("mask_kind", attention.MASKS)
+def test_agreement_check_catches_a_wrong_output(mask_kind):
+    fns, _, _ = attention.module_candidates(2, 8, 2, 6, mask_kind, CPU)
+    fns["attnlib"] = lambda: (fns["sdpa"]()[0] + 1e-2, None)
+    w = fns["attnlib (weights)"]
+    fns["attnlib (weights)"] = lambda: (w()[0], w()[1].flip(-1))  # right output, wrong weights
+    agree = attention.check_agreement(fns)
+    assert not agree["attnlib"] and not agree["attnlib (weights)"]
+    assert agree["sdpa"] and agree["nn.MHA need_weights=True"]
+
+
+def test_fits_in_memory_keeps_the_fused_paths():
+    assert attention.fits_in_memory("attnlib", 10**6, 2, 4, 1.0)
+    assert not attention.fits_in_memory("d2l MultiHeadAttention", 65536, 2, 4, 12.0)
+    assert attention.fits_in_memory("d2l MultiHeadAttention", 4096, 2, 4, 12.0)
+
+
+def test_kernels_used_tells_fused_from_step_by_step():
+    q = torch.randn(1, 2, 8, 4)
+    assert common.kernels_used(lambda: torch.nn.functional.scaled_dot_product_attention(
+        q, q, q)) == ["flash (fused CPU kernel)"]
+    assert common.kernels_used(lambda: torch.softmax(q @ q.transpose(-1, -2), -1) @ q) == [
+        "none (bmm + softmax)"]
+
+
+def test_peak_bytes_counts_what_the_call_allocates():
+    assert common.peak_bytes(lambda: torch.ones(1000, 1000), CPU) >= 4_000_000
+    x = torch.ones(1000, 1000)
+    assert common.peak_bytes(lambda: x.view(-1), CPU) == 0
+
+
+def test_interleaved_and_paired_ratio():
+    res = common.interleaved({"a": lambda: None, "b": lambda: sum(range(20000))}, CPU,
+                             budget_s=0.0, min_repeats=5, max_repeats=5)
+    assert len(res["a"]["times_s"]) == len(res["b"]["times_s"]) == 5
+    assert common.paired_ratio(res, "a", "a") == 1.0
+    assert common.paired_ratio(res, "b", "a") > 1.0
+
+
+def test_limit_and_matmul_peak():
+    lim = attention.limit(CPU, n=32, batch=1, heads=1, head_dim=8, budget_s=0.0)
+    assert lim["flops_fwd"] == 4 * 32 * 32 * 8
+    assert lim["matmul_peak"]["gflops_median"] > 0
+    assert set(lim["candidates"]) == {"sdpa", "attnlib", "attnlib (weights)"}
+
+
+def test_training_runs_on_tiny_data(d2l):
+    data_args = dict(batch_size=16, num_pairs=200)
+    res = training.run(CPU, d2l=d2l, data_args=data_args, steps=2, log=lambda *_: None)
+    assert set(res["seq2seq"]) == {"attnlib Transformer", "nn.Transformer"}
+    assert set(res["encoder"]) == {"attnlib TransformerEncoder", "d2l TransformerEncoder"}
+    for part in ("seq2seq", "encoder", "bahdanau"):
+        for v in res[part].values():
+            assert v["steps"] == 2 and v["tokens_per_s"] > 0
+    assert res["cpu_threads_used"] == 1
+
+
+def test_torch_transformer_shapes_and_causality():
+    torch.manual_seed(0)
+    model = training.TorchTransformer(11, 13, 8, 16, 2, 1, 0.0).eval()
+    src, tgt = torch.randint(0, 11, (2, 5)), torch.randint(0, 13, (2, 4))
+    lens = torch.tensor([5, 3])
+    out = model(src, tgt, lens)
+    assert out.shape == (2, 4, 13)
+    tgt2 = tgt.clone()
+    tgt2[:, -1] = (tgt[:, -1] + 1) % 13  # changing the last token leaves earlier logits alone
+    assert torch.allclose(model(src, tgt2, lens)[:, :-1], out[:, :-1], atol=1e-5)
+    src2 = src.clone()
+    src2[1, 3:] = (src[1, 3:] + 1) % 11  # padding of sequence 1 is ignored
+    assert torch.allclose(model(src2, tgt, lens), out, atol=1e-5)
+
+
+def test_notebooks_are_timed_and_errors_reported(tmp_path):
+    good, bad = tmp_path / "01_good.ipynb", tmp_path / "02_bad.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1 + 1\nprint(x)")]
+    nbformat.write(nb, good)
+    nb.cells.append(nbformat.v4.new_code_cell("raise ValueError('boom')"))
+    nbformat.write(nb, bad)
+    res = notebooks.run(tmp_path, log=lambda *_: None, paths=[good, bad])
+    rows = {r["notebook"]: r for r in res["notebooks"]}
+    assert rows["01_good.ipynb"]["error"] is None and rows["01_good.ipynb"]["cells"] == 1
+    assert "boom" in rows["02_bad.ipynb"]["error"]
+    assert res["total_seconds"] == pytest.approx(sum(r["seconds"] for r in res["notebooks"]))
+    assert nbformat.read(good, as_version=4).cells[0].outputs == []  # never written back
+
+
+def _fake_results(attnlib_mib, d2l_mib, step_ratio, book_seconds):
+    def row(n, mask, mode, cand, ms, ratio, mib=None):
+        return {"table": "module", "n": n, "mask": mask, "mode": mode, "candidate": cand,
+                "median_ms": ms, "min_ms": ms, "ratio_to_sdpa": ratio, "repeats": 3,
+                "peak_mib": mib, "agrees": True, "sdpa_kernel": None, "gflops": None}
+    rows = [row(1024, "none", "fwd+bwd", "sdpa", 10.0, 1.0),
+            row(1024, "none", "fwd+bwd", "attnlib", 10.2, 1.02),
+            row(1024, "none", "fwd+bwd", "d2l MultiHeadAttention", 30.0, 3.0),
+            row(4096, "none", "fwd+bwd", "sdpa", 100.0, 1.0, attnlib_mib),
+            row(4096, "none", "fwd+bwd", "attnlib", 101.0, 1.01, attnlib_mib),
+            row(4096, "none", "fwd+bwd", "d2l MultiHeadAttention", 300.0, 3.0, d2l_mib)]
+    training_res = {"seq2seq": {"attnlib Transformer": {
+        "median_step_ms": 10.0, "steps_per_s": 100.0, "tokens_per_s": 1000.0, "steps": 2,
+        "ratio_to_nn.Transformer": step_ratio}}, "transformer": {}, "data": {}, "steps": 2}
+    machine = common.machine_info(CPU)
+    return {"machine": machine, "devices": {"cpu": {
+        "attention": {"rows": rows, "settings": {
+            "batch": 2, "heads": 4, "head_dim": 64, "num_hiddens": 256, "dtype": "float32",
+            "padding": "p"}}, "training": training_res}},
+        "notebooks": {"notebooks": [{"notebook": "01_x.ipynb", "seconds": book_seconds,
+                                     "cells": 3, "error": None}],
+                      "total_seconds": book_seconds}}
+
+
+def test_goals_met_and_missed():
+    met = report.goals(_fake_results(40.0, 1000.0, 1.05, 200.0))
+    assert set(met) == set(report.GOALS)
+    assert all(g["met"] for g in met.values())
+    missed = report.goals(_fake_results(200.0, 1000.0, 1.3, 400.0))
+    assert not missed["memory_4096"]["met"] and "20.0 %" in missed["memory_4096"]["value"]
+    assert not missed["transformer_step"]["met"] and not missed["book"]["met"]
+    assert missed["vs_d2l_1024"]["met"] and missed["sdpa_overhead"]["met"]
+
+
+def test_write_json_and_markdown(tmp_path):
+    results = _fake_results(40.0, 1000.0, 1.05, 200.0)
+    js, md = report.write(results, tmp_path / "out")
+    data = json.loads(js.read_text())
+    assert data["devices"]["cpu"]["goals"]["memory_4096"]["met"] is True
+    text = md.read_text()
+    for needle in ("AMD" if "AMD" in results["machine"]["cpu"] else "CPU", "torch threads",
+                   "| 1024 | none |", "**whole book**", "## Goals (cpu)"):
+        assert needle in text
