@@ -24,7 +24,7 @@ help:
 	@echo "make lock    re-resolve requirements.in into requirements.lock"
 	@echo "make clean   remove $(VENV) and build outputs"
 
-install: $(STAMP)
+install: $(STAMP) book-deps
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -75,3 +75,22 @@ clean:
 .PHONY: bench
 bench: install  ## time attnlib against PyTorch and d2l; writes results/bench.{json,md} (python -m bench --quick: faster)
 	$(BIN)/python -m bench
+
+# The book as an offline static website in build/book/ (scripts/build_book.py; checked in headless
+# Chromium by tests/test_book.py). Set-up, run by `make install`: the `chromium` package on
+# Debian/Ubuntu when missing (as root, or with password-less sudo; otherwise a note), and the
+# pinned MathJax the site serves (fetched once from the npm registry, hash-checked, kept in .venv).
+.PHONY: book book-deps
+book-deps: $(STAMP)
+	@for b in $$CHROME chromium chromium-browser google-chrome google-chrome-stable; do \
+	  command -v $$b >/dev/null && exit 0; done; \
+	if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	elif command -v apt-get >/dev/null && sudo -n true 2>/dev/null; then \
+	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else echo "note: no Chrome/Chromium found; tests/test_book.py needs one" \
+	  "(Debian/Ubuntu: sudo apt-get install chromium; elsewhere install Chrome and set CHROME)."; fi
+	@$(BIN)/python scripts/build_book.py --mathjax-only >/dev/null
+
+book: book-deps  ## build the static website into build/book/ (open build/book/index.html)
+	$(BIN)/python scripts/build_book.py

@@ -1,0 +1,433 @@
+"""Build the book as an offline static website in build/book/ (Jupyter Book 1, execution off).
+
+    python scripts/build_book.py                 # stage, then build build/book/ (index.html)
+    python scripts/build_book.py --mathjax-only  # only fetch MathJax (set-up; network once)
+
+The build never runs a notebook: the site shows exactly the committed outputs that nbval checks.
+Everything the pages load is served from the build, so they render with no network:
+
+* MathJax 3 comes from the npm registry tarball (pinned version, integrity hash checked), is cached
+  under ``<sys.prefix>/share/`` and copied into the site; Sphinx's ``mathjax_path`` points at it.
+  The SVG output is used, so no web fonts are needed (they would be blocked from ``file://``).
+* ipywidgets outputs become a static snapshot: the control values and the figure the widget's
+  Output area held when the notebook was executed. No widget manager or require.js is loaded.
+
+Chapters are whatever ``notebooks/[0-9][0-9]_*.ipynb`` exist, in numeric order. The glossary and
+the references pages are gathered from the chapters' "Glossary" tables and "References" sections;
+the benchmark page shows ``results/bench.md`` when it exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import html
+import io
+import json
+import re
+import shutil
+import sys
+import tarfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+STAGE = ROOT / "build" / "book-src"
+SITE = ROOT / "build" / "book"
+DOCTREES = ROOT / "build" / "book-doctrees"
+STAMP = SITE / ".inputs-sha256"
+
+MATHJAX_VERSION = "3.2.2"
+MATHJAX_URL = f"https://registry.npmjs.org/mathjax/-/mathjax-{MATHJAX_VERSION}.tgz"
+MATHJAX_INTEGRITY = (  # the "dist.integrity" of https://registry.npmjs.org/mathjax/3.2.2
+    "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/"
+    "O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw=="
+)
+MATHJAX_CACHE = Path(sys.prefix) / "share" / f"mathjax-{MATHJAX_VERSION}"
+# The parts of es5/ the SVG build can load: the bundle itself and what it loads on demand
+# (TeX extensions via autoload, the menu, accessibility and speech). CHTML fonts are left out.
+MATHJAX_KEEP = ("tex-svg.js", "input/", "output/svg", "ui/", "a11y/", "sre/", "adaptors/")
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+# --------------------------------------------------------------------------- MathJax
+def fetch_mathjax() -> Path:
+    """Download, verify and unpack the pinned MathJax once; return the cached es5 folder."""
+    done = MATHJAX_CACHE / ".complete"
+    if done.exists():
+        return MATHJAX_CACHE
+    print(f"fetching MathJax {MATHJAX_VERSION} from {MATHJAX_URL}", flush=True)
+    try:
+        with urllib.request.urlopen(MATHJAX_URL, timeout=60) as response:
+            data = response.read()
+    except OSError as err:
+        sys.exit(
+            f"error: could not download MathJax ({err}). The book build needs it once; run "
+            f"`make book-deps` with network access, after which builds work offline."
+        )
+    algo, expected = MATHJAX_INTEGRITY.split("-", 1)
+    got = base64.b64encode(hashlib.new(algo, data).digest()).decode()
+    if got != expected:
+        sys.exit(f"error: MathJax tarball integrity mismatch: {algo}-{got} != {MATHJAX_INTEGRITY}")
+    tmp = MATHJAX_CACHE.with_name(MATHJAX_CACHE.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            rel = member.name.removeprefix("package/")
+            if rel == "LICENSE" or (
+                rel.startswith("es5/") and rel[4:].startswith(MATHJAX_KEEP) and member.isfile()
+            ):
+                target = tmp / rel.removeprefix("es5/")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(tar.extractfile(member).read())
+    shutil.rmtree(MATHJAX_CACHE, ignore_errors=True)
+    tmp.rename(MATHJAX_CACHE)
+    done.write_text(MATHJAX_INTEGRITY + "\n")
+    return MATHJAX_CACHE
+
+
+# --------------------------------------------------------------------------- notebooks
+def chapters() -> list[Path]:
+    """The chapter notebooks present now, in numeric order."""
+    return sorted(
+        ROOT.glob("notebooks/[0-9][0-9]_*.ipynb"), key=lambda p: (int(p.name[:2]), p.name)
+    )
+
+
+def _source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def markdown_text(nb: dict) -> str:
+    return "\n\n".join(_source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def chapter_title(nb: dict, path: Path) -> str:
+    match = re.search(r"^#\s+(.+?)\s*$", markdown_text(nb), flags=re.M)
+    return match.group(1) if match else path.stem
+
+
+def section(text: str, word: str) -> str:
+    """The body under the first heading containing ``word``, up to the next heading as high."""
+    lines, out, level = text.splitlines(), [], None
+    fence = False
+    for line in lines:
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        heading = None if fence else re.match(r"^(#{1,6})\s+(.*)$", line)
+        if level is None:
+            if heading and word.lower() in heading.group(2).lower():
+                level = len(heading.group(1))
+            continue
+        if heading and len(heading.group(1)) <= level:
+            break
+        out.append(line)
+    return "\n".join(out).strip()
+
+
+def _cells(row: str) -> list[str]:
+    row = row.strip().strip("|")
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", row)]
+
+
+def glossary_rows(nb: dict) -> list[tuple[str, str]]:
+    """(English, Chinese) pairs from the markdown table under the chapter's Glossary heading."""
+    table = [
+        ln
+        for ln in section(markdown_text(nb), "glossary").splitlines()
+        if ln.strip().startswith("|")
+    ]
+    if len(table) < 2:
+        return []
+    header = [h.lower() for h in _cells(table[0])]
+    en = next((i for i, h in enumerate(header) if "english" in h), 0)
+    zh = next((i for i, h in enumerate(header) if "chinese" in h or "中文" in h), 1)
+    rows = []
+    for line in table[1:]:
+        cells = _cells(line)
+        if all(re.fullmatch(r":?-{2,}:?", c) for c in cells if c):
+            continue  # the |---|---| line
+        if len(cells) > max(en, zh) and cells[en] and cells[zh]:
+            rows.append((cells[en], cells[zh]))
+    return rows
+
+
+def _widget_controls(state: dict, model_id: str, seen: set) -> tuple[list[str], list[dict]]:
+    """Walk a widget tree: ('description = value' lines, outputs held by Output widgets)."""
+    if model_id in seen or model_id not in state:
+        return [], []
+    seen.add(model_id)
+    model = state[model_id]
+    name, st = model.get("model_name", ""), model.get("state", {})
+    controls, outputs = [], []
+    if name == "OutputModel":
+        outputs.extend(o for o in st.get("outputs", []) if WIDGET_VIEW not in o.get("data", {}))
+    elif "_options_labels" in st and st.get("index") is not None:
+        index = st["index"]
+        labels = st["_options_labels"]
+        value = ", ".join(labels[i] for i in index) if isinstance(index, list) else labels[index]
+        controls.append(f"{st.get('description') or 'choice'} = {value}")
+    elif "value" in st and name not in ("LabelModel", "HTMLModel", "HTMLMathModel"):
+        value = st["value"]
+        if isinstance(value, float):
+            value = f"{value:.4g}"
+        controls.append(f"{st.get('description') or name.removesuffix('Model')} = {value}")
+    for child in st.get("children", []):
+        if isinstance(child, str) and child.startswith("IPY_MODEL_"):
+            more_controls, more_outputs = _widget_controls(state, child[len("IPY_MODEL_") :], seen)
+            controls += more_controls
+            outputs += more_outputs
+    return controls, outputs
+
+
+def static_widgets(nb: dict) -> int:
+    """Replace widget views with a static snapshot; drop the widget state. Returns the count."""
+    meta = nb.get("metadata", {}).pop("widgets", {}) or {}
+    state = meta.get(WIDGET_STATE, {}).get("state", {})
+    count = 0
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        new_outputs = []
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(WIDGET_VIEW)
+            if view is None:
+                new_outputs.append(out)
+                continue
+            count += 1
+            controls, held = _widget_controls(state, view.get("model_id", ""), set())
+            what = "Static snapshot of an interactive widget" if held else "An interactive widget"
+            settings = f" at {'; '.join(html.escape(c) for c in controls)}" if controls else ""
+            note = (
+                f'<p class="widget-snapshot"><em>{what}</em>{settings}. Run the notebook '
+                "(<code>make lab</code>) to move the controls.</p>"
+            )
+            new_outputs.append(
+                {"output_type": "display_data", "metadata": {}, "data": {"text/html": note}}
+            )
+            new_outputs.extend(held)
+        cell["outputs"] = new_outputs
+    return count
+
+
+# --------------------------------------------------------------------------- pages
+def _write(path: Path, text: str | bytes) -> None:
+    """Write only when the content changes, so Sphinx rebuilds only what changed."""
+    data = text.encode() if isinstance(text, str) else text
+    if path.exists() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def glossary_page(books: list[tuple[Path, dict]]) -> str:
+    terms: dict[str, dict] = {}
+    for path, nb in books:
+        number = int(path.name[:2])
+        for english, chinese in glossary_rows(nb):
+            entry = terms.setdefault(english.casefold(), {"en": english, "zh": [], "ch": []})
+            if chinese not in entry["zh"]:
+                entry["zh"].append(chinese)
+            if (number, path) not in entry["ch"]:
+                entry["ch"].append((number, path))
+    lines = [
+        "# Glossary (English-Chinese)",
+        "",
+        "The terms of every chapter's glossary table in one list, sorted alphabetically, with the",
+        "chapters that introduce them. 本书各章术语表的汇总（英汉对照）。",
+        "",
+        "| English | 中文 | Chapter |",
+        "|---|---|---|",
+    ]
+    for key in sorted(terms, key=lambda k: re.sub(r"[^0-9a-z]+", " ", k).strip()):
+        entry = terms[key]
+        links = ", ".join(f"[{n}](notebooks/{p.name})" for n, p in entry["ch"])
+        cells = [entry["en"], "；".join(entry["zh"]), links]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    if not terms:
+        lines += ["", "No chapter has a glossary table yet."]
+    return "\n".join(lines) + "\n"
+
+
+def references_page(books: list[tuple[Path, dict]]) -> str:
+    lines = [
+        "# References",
+        "",
+        "The papers and books each chapter cites, gathered chapter by chapter.",
+        "",
+    ]
+    for path, nb in books:
+        body = section(markdown_text(nb), "references")
+        if body:
+            title = chapter_title(nb, path)
+            lines += [f"## [{title}](notebooks/{path.name})", "", body, ""]
+    return "\n".join(lines) + "\n"
+
+
+def bench_page() -> str:
+    head = ["# Benchmark results", ""]
+    bench = ROOT / "results" / "bench.md"
+    if not bench.exists():
+        return (
+            "\n".join(
+                head
+                + [
+                    "No benchmark results yet. Run `make bench` to measure the attention layers",
+                    "and the models of the book on your machine; it writes `results/bench.md`,",
+                    "which this page shows after the next `make book`.",
+                ]
+            )
+            + "\n"
+        )
+    out, fence = [], False
+    for line in bench.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        # One level down, so this page keeps a single title.
+        out.append("#" + line if not fence and re.match(r"^#{1,5}\s", line) else line)
+    return "\n".join(head + ["Measured by `make bench` (`results/bench.md`).", ""] + out) + "\n"
+
+
+def toc(books: list[tuple[Path, dict]]) -> str:
+    lines = ["format: jb-book", "root: intro", "parts:"]
+    if books:
+        lines += ["  - caption: Chapters", "    chapters:"]
+        lines += [f"      - file: notebooks/{p.stem}" for p, _ in books]
+    lines += [
+        "  - caption: Reference",
+        "    chapters:",
+        "      - file: glossary",
+        "      - file: references",
+        "      - file: results/bench",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def stage() -> None:
+    """Write the Jupyter Book source tree into build/book-src/."""
+    books = [(p, json.loads(p.read_text(encoding="utf-8"))) for p in chapters()]
+    wanted = {
+        "_config.yml",
+        "_toc.yml",
+        "intro.md",
+        "glossary.md",
+        "references.md",
+        "results",
+        "notebooks",
+        "attnlib",
+        "_vendor",
+        "_ext",
+        "favicon.svg",
+    }
+    STAGE.mkdir(parents=True, exist_ok=True)
+    for stale in STAGE.iterdir():
+        if stale.name not in wanted:
+            shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+    for name in ("_config.yml", "intro.md", "favicon.svg"):
+        _write(STAGE / name, (BOOK / name).read_bytes())
+    _write(STAGE / "_toc.yml", toc(books))
+    _write(STAGE / "glossary.md", glossary_page(books))
+    _write(STAGE / "references.md", references_page(books))
+    # results/: the benchmark page plus the files it may link to (figures, CSV).
+    keep = {"bench.md"}
+    if (ROOT / "results").is_dir():
+        for f in (ROOT / "results").iterdir():
+            if f.is_file() and f.name != "bench.md" and f.stat().st_size < 20_000_000:
+                _write(STAGE / "results" / f.name, f.read_bytes())
+                keep.add(f.name)
+    _write(STAGE / "results" / "bench.md", bench_page())
+    # Chapters (widgets made static); the library sources they link to become downloads.
+    keep_nb = set()
+    for path, nb in books:
+        static_widgets(nb)
+        _write(STAGE / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+        keep_nb.add(path.name)
+    for f in (ROOT / "attnlib").glob("*.py"):
+        _write(STAGE / "attnlib" / f.name, f.read_bytes())
+    for folder, names in (("notebooks", keep_nb), ("results", keep)):
+        for f in (STAGE / folder).iterdir():
+            if f.name not in names:
+                shutil.rmtree(f) if f.is_dir() else f.unlink()
+    for f in (BOOK / "_ext").glob("*.py"):
+        _write(STAGE / "_ext" / f.name, f.read_bytes())
+    mathjax = STAGE / "_vendor" / "mathjax"
+    if (
+        not (mathjax / ".complete").exists()
+        or (mathjax / ".complete").read_text() != (fetch_mathjax() / ".complete").read_text()
+    ):
+        shutil.rmtree(mathjax, ignore_errors=True)
+        shutil.copytree(fetch_mathjax(), mathjax)
+
+
+def inputs_digest() -> str:
+    """A hash of everything the site is built from, to skip a build that would change nothing."""
+    digest = hashlib.sha256(MATHJAX_VERSION.encode())
+    files = [
+        *chapters(),
+        *sorted(BOOK.rglob("*")),
+        Path(__file__),
+        *sorted(ROOT.glob("attnlib/*.py")),
+    ]
+    if (ROOT / "results").is_dir():
+        files += sorted((ROOT / "results").iterdir())
+    for f in files:
+        if f.is_file():
+            digest.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()
+
+
+def build(force: bool = False) -> Path:
+    """Stage and build the site; return build/book/. Skipped when the inputs are unchanged."""
+    digest = inputs_digest()
+    if (
+        not force
+        and STAMP.exists()
+        and STAMP.read_text() == digest
+        and (SITE / "index.html").exists()
+    ):
+        print(f"book is up to date: {SITE / 'index.html'}")
+        return SITE
+    from jupyter_book.sphinx import build_sphinx
+
+    start = time.perf_counter()
+    stage()
+    STAMP.unlink(missing_ok=True)
+    result = build_sphinx(
+        STAGE,
+        SITE,
+        noconfig=True,
+        path_config=STAGE / "_config.yml",
+        confoverrides={
+            "external_toc_path": (STAGE / "_toc.yml").as_posix(),
+            "latex_individualpages": False,
+        },
+        doctreedir=DOCTREES,
+        freshenv=force,
+        quiet=True,
+    )
+    if result != 0:
+        sys.exit(f"error: the book build failed ({result!r})")
+    STAMP.write_text(digest)
+    print(f"built the book in {time.perf_counter() - start:.1f} s: open {SITE / 'index.html'}")
+    return SITE
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mathjax-only", action="store_true", help="only fetch and cache MathJax")
+    parser.add_argument("--force", action="store_true", help="rebuild every page")
+    args = parser.parse_args()
+    if args.mathjax_only:
+        print(f"MathJax {MATHJAX_VERSION} is in {fetch_mathjax()}")
+    else:
+        build(force=args.force)
+
+
+if __name__ == "__main__":
+    main()

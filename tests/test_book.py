@@ -1,0 +1,425 @@
+"""The book as a static website, checked in a real browser (headless Chromium, DevTools protocol).
+
+Builds build/book/ (``scripts/build_book.py``; skipped when its inputs are unchanged), serves it
+on a free local port and opens every page: formulas must be typeset by the site's own MathJax,
+every image must load, the console must stay free of errors, nothing may be fetched from another
+host, and widgets must show a static snapshot instead of an empty box. A screenshot of each page is
+saved under build/book-screenshots/.
+
+Browser: ``$CHROME`` if set, else chromium / google-chrome on PATH (on Debian and Ubuntu
+``make install`` installs the ``chromium`` package when run as root).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import http.server
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import websocket
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "build" / "book"
+SHOTS = ROOT / "build" / "book-screenshots"
+CHAPTERS = sorted(
+    ROOT.glob("notebooks/[0-9][0-9]_*.ipynb"), key=lambda p: (int(p.name[:2]), p.name)
+)
+PAGES = [
+    "intro",
+    *[f"notebooks/{p.stem}" for p in CHAPTERS],
+    "glossary",
+    "references",
+    "results/bench",
+]
+
+pytestmark = pytest.mark.slow
+
+_spec = importlib.util.spec_from_file_location("build_book", ROOT / "scripts" / "build_book.py")
+build_book = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build_book)
+
+
+# --------------------------------------------------------------------------- pure functions
+def _nb(*cells, metadata=None):
+    return {"cells": list(cells), "metadata": metadata or {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _md(text):
+    return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+
+def test_glossary_tables_are_parsed_merged_and_sorted(tmp_path):
+    ch1 = _md(
+        "# 1. One\n\n## Glossary\n\n| English | 中文 |\n|---|---|\n| query | 查询 |\n"
+        "| Attention pooling | 注意力汇聚 |\n\n## After\n\n| not | glossary |\n|---|---|\n| x | y |"
+    )
+    ch2 = _md(
+        "# 2. Two\n\n### Glossary (术语)\n\n| 中文 | English |\n|:--|:--|\n| 键 | key |\n"
+        "| 查询 | Query |\n| 一 \\| 二 | a \\| b |"
+    )
+    assert build_book.glossary_rows(_nb(ch1)) == [
+        ("query", "查询"),
+        ("Attention pooling", "注意力汇聚"),
+    ]
+    assert build_book.glossary_rows(_nb(ch2)) == [
+        ("key", "键"),
+        ("Query", "查询"),
+        ("a | b", "一 | 二"),
+    ]
+    page = build_book.glossary_page(
+        [(tmp_path / "01_one.ipynb", _nb(ch1)), (tmp_path / "02_two.ipynb", _nb(ch2))]
+    )
+    rows = [line for line in page.splitlines() if line.startswith("| ") and "English" not in line]
+    assert [r.split(" | ")[0] for r in rows] == [
+        "| a \\| b",
+        "| Attention pooling",
+        "| key",
+        "| query",
+    ]
+    # One row per term across chapters (case-insensitive), listing both chapters.
+    assert "[1](notebooks/01_one.ipynb), [2](notebooks/02_two.ipynb)" in rows[-1]
+
+
+def test_references_stop_at_the_next_heading():
+    body = "* Paper A.\n\n```\n# not a heading\n```\n\n### Books\n\n* B."
+    text = f"# T\n\n## References\n\n{body}\n\n## Glossary\n\n| a | b |\n"
+    assert build_book.section(text, "references") == body
+
+
+def test_widget_views_become_a_static_snapshot():
+    state = {
+        "box": {
+            "model_name": "VBoxModel",
+            "state": {"children": ["IPY_MODEL_drop", "IPY_MODEL_slide", "IPY_MODEL_out"]},
+        },
+        "drop": {
+            "model_name": "DropdownModel",
+            "state": {"description": "kernel", "index": 1, "_options_labels": ["a", "boxcar"]},
+        },
+        "slide": {
+            "model_name": "FloatSliderModel",
+            "state": {"description": "width", "value": 0.25},
+        },
+        "out": {
+            "model_name": "OutputModel",
+            "state": {
+                "outputs": [
+                    {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR"}}
+                ]
+            },
+        },
+    }
+    view = {
+        "output_type": "display_data",
+        "metadata": {},
+        "data": {
+            "application/vnd.jupyter.widget-view+json": {"model_id": "box"},
+            "text/plain": "interactive(...)",
+        },
+    }
+    orphan = {
+        "output_type": "display_data",
+        "metadata": {},
+        "data": {
+            "application/vnd.jupyter.widget-view+json": {"model_id": "gone"},
+            "text/plain": "IntSlider()",
+        },
+    }
+    cell = {"cell_type": "code", "metadata": {}, "source": "", "outputs": [view, orphan]}
+    nb = _nb(
+        cell, metadata={"widgets": {"application/vnd.jupyter.widget-state+json": {"state": state}}}
+    )
+    assert build_book.static_widgets(nb) == 2
+    assert "widgets" not in nb["metadata"]
+    note, image, orphan_note = cell["outputs"]
+    assert "Static snapshot" in note["data"]["text/html"]
+    assert "kernel = boxcar; width = 0.25" in note["data"]["text/html"]
+    assert image["data"] == {"image/png": "iVBOR"}
+    assert "An interactive widget" in orphan_note["data"]["text/html"]
+    assert not any("widget-view" in k for o in cell["outputs"] for k in o.get("data", {}))
+
+
+# --------------------------------------------------------------------------- the built site
+@pytest.fixture(scope="module")
+def site():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "build_book.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "loads" not in done.stderr or "from the network" not in done.stderr, done.stderr
+    return SITE
+
+
+def test_no_page_refers_to_remote_scripts_or_styles(site):
+    remote = re.compile(r"<(?:script|link)\b[^>]*\b(?:src|href)=\"(?:https?:)?//[^\"]+", re.I)
+    for page in site.rglob("*.html"):
+        assert not remote.findall(page.read_text(encoding="utf-8")), page
+    assert (site / "_static" / "mathjax" / "tex-svg.js").is_file()
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def find_browser() -> str:
+    candidates = [os.environ.get("CHROME", "")]
+    candidates += [
+        shutil.which(n) or ""
+        for n in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+    ]
+    candidates += [
+        "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+        "/Applications/Chromium.app/Contents/MacOS/Chromium",
+    ]
+    for path in candidates:
+        if path and os.access(path, os.X_OK):
+            return path
+    pytest.fail(
+        "No Chrome or Chromium found for the browser check of the book. On Debian/Ubuntu run "
+        "`sudo apt-get install chromium` (`make install` does it when run as root); elsewhere "
+        "install Google Chrome or Chromium, or point $CHROME at its executable."
+    )
+
+
+class Browser:
+    """A headless Chromium and one DevTools websocket (flat sessions, one per page)."""
+
+    def __init__(self, executable: str):
+        self.profile = tempfile.mkdtemp(prefix="book-chromium-")
+        flags = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-extensions",
+            "--disable-sync",
+            "--mute-audio",
+            "--hide-scrollbars",
+            "--allow-file-access-from-files",
+            "--remote-debugging-port=0",
+            f"--user-data-dir={self.profile}",
+            "about:blank",
+        ]
+        self.proc = subprocess.Popen(
+            [executable, *flags], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        port_file = Path(self.profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + 60
+        while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{executable} did not start its DevTools endpoint")
+            time.sleep(0.1)
+        port, path = port_file.read_text().splitlines()[:2]
+        self.ws = websocket.create_connection(
+            f"ws://127.0.0.1:{port}{path}",
+            timeout=60,
+            suppress_origin=True,
+            enable_multithread=True,
+        )
+        self.next_id = 0
+        self.events: list[dict] = []
+
+    def send(self, method: str, params: dict | None = None, session: str | None = None) -> dict:
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        self.ws.send(json.dumps(message))
+        while True:
+            reply = json.loads(self.ws.recv())
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            self.events.append(reply)
+
+    def wait_for(self, method: str, session: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(
+            e.get("method") == method and e.get("sessionId") == session for e in self.events
+        ):
+            self.ws.settimeout(max(0.1, deadline - time.monotonic()))
+            self.events.append(json.loads(self.ws.recv()))
+            if time.monotonic() > deadline:
+                raise TimeoutError(method)
+        self.ws.settimeout(60)
+
+    def close(self):
+        try:
+            self.ws.close()
+        finally:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            shutil.rmtree(self.profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    b = Browser(find_browser())
+    yield b
+    b.close()
+
+
+# Runs in the page once it has loaded: waits for MathJax and the images, then reports.
+REPORT_JS = r"""
+(async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+  }
+  await Promise.all([...document.images].map(img => img.complete ? null : new Promise(done => {
+    img.addEventListener('load', done);
+    img.addEventListener('error', done);
+  })));
+  const main = document.querySelector('main') || document.body;
+  const text = main.cloneNode(true);
+  text.querySelectorAll('pre, code, script, style, mjx-container, .highlight')
+    .forEach(e => e.remove());
+  const math = [...main.querySelectorAll('.math')];
+  return JSON.stringify({
+    math: math.length,
+    untypeset: math.filter(e => !e.querySelector('mjx-container'))
+      .map(e => e.textContent.slice(0, 80)),
+    mjx: main.querySelectorAll('mjx-container').length,
+    texErrors: [...main.querySelectorAll('mjx-merror')].map(e => e.getAttribute('data-mjx-error')),
+    rawTex: ['$$', '\\(', '\\[', '\\begin{'].filter(s => text.textContent.includes(s)),
+    images: document.images.length,
+    brokenImages: [...document.images].filter(i => !(i.complete && i.naturalWidth > 0))
+      .map(i => i.src),
+    widgetViews: document.querySelectorAll('script[type*="widget-view"], .jupyter-widgets').length
+                 + (main.textContent.includes('interactive(children=') ? 1 : 0),
+    snapshots: document.querySelectorAll('.widget-snapshot').length,
+    height: Math.ceil(document.documentElement.scrollHeight),
+  });
+})()
+"""
+
+
+def open_page(browser: Browser, url: str) -> tuple[dict, list[str], list[str], bytes]:
+    """Load ``url``; return (report, console errors, requests to other hosts, screenshot PNG)."""
+    target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+    session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
+        "sessionId"
+    ]
+    try:
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            browser.send(f"{domain}.enable", session=session)
+        browser.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+            session,
+        )
+        start = len(browser.events)
+        browser.send("Page.navigate", {"url": url}, session)
+        browser.wait_for("Page.loadEventFired", session)
+        result = browser.send(
+            "Runtime.evaluate",
+            {"expression": REPORT_JS, "awaitPromise": True, "returnByValue": True},
+            session,
+        )
+        assert "exceptionDetails" not in result, result
+        report = json.loads(result["result"]["value"])
+        height = min(report["height"], 12000)
+        shot = browser.send(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {"x": 0, "y": 0, "width": 1280, "height": height, "scale": 1},
+            },
+            session,
+        )
+        errors, remote = [], []
+        base = url.split("/")[0] + "//" + url.split("/")[2] if url.startswith("http") else "file://"
+        for event in browser.events[start:]:
+            if event.get("sessionId") != session:
+                continue
+            method, params = event.get("method"), event.get("params", {})
+            if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+                errors.append(
+                    " ".join(str(a.get("value", a.get("description", ""))) for a in params["args"])
+                )
+            elif method == "Runtime.exceptionThrown":
+                errors.append(
+                    params["exceptionDetails"].get("exception", {}).get("description", "exception")
+                )
+            elif method == "Log.entryAdded" and params["entry"]["level"] == "error":
+                errors.append(f"{params['entry']['text']} {params['entry'].get('url', '')}")
+            elif method == "Network.requestWillBeSent":
+                request_url = params["request"]["url"]
+                if not request_url.startswith((base, "data:", "blob:", "about:")):
+                    remote.append(request_url)
+        return report, errors, remote, base64.b64decode(shot["data"])
+    finally:
+        browser.send("Target.closeTarget", {"targetId": target})
+        browser.events = [e for e in browser.events if e.get("sessionId") != session]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_offline_in_chromium(page, server, browser):
+    report, errors, remote, png = open_page(browser, f"{server}/{page}.html")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / f"{page.replace('/', '__')}.png").write_bytes(png)
+    assert not errors, f"console errors on {page}: {errors}"
+    assert not remote, f"{page} fetched from other hosts: {remote}"
+    assert not report["untypeset"] and not report["rawTex"], f"raw TeX left on {page}: {report}"
+    assert report["mjx"] >= report["math"], report
+    assert not report["texErrors"], f"TeX errors on {page}: {report['texErrors']}"
+    assert not report["brokenImages"], (
+        f"images that did not load on {page}: {report['brokenImages']}"
+    )
+    assert report["widgetViews"] == 0, f"live widget views (empty boxes) left on {page}"
+    if page.startswith("notebooks/"):
+        nb = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))
+        has_math = "$" in build_book.markdown_text(nb)
+        has_widget = any(
+            build_book.WIDGET_VIEW in o.get("data", {})
+            for c in nb["cells"]
+            for o in c.get("outputs", [])
+        )
+        has_image = any(
+            "image/png" in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", [])
+        )
+        assert not has_math or report["mjx"] > 0, f"{page} has formulas but none were typeset"
+        assert not has_widget or report["snapshots"] > 0, f"{page} lost its widget snapshot"
+        assert not has_image or report["images"] > 0, f"{page} lost its figures"
+
+
+def test_a_chapter_renders_from_disk(site, browser):
+    page = f"notebooks/{CHAPTERS[0].stem}" if CHAPTERS else "intro"
+    report, errors, remote, _ = open_page(browser, (site / f"{page}.html").as_uri())
+    assert not errors and not remote, (errors, remote)
+    assert not report["untypeset"] and not report["brokenImages"], report
