@@ -78,17 +78,21 @@ bench: install  ## time attnlib against PyTorch and d2l; writes results/bench.{j
 
 # The book as an offline static website in build/book/ (scripts/build_book.py; checked in headless
 # Chromium by tests/test_book.py). Set-up, run by `make install`: the `chromium` package on
-# Debian/Ubuntu when missing (as root, or with password-less sudo; otherwise a note), and the
-# pinned MathJax the site serves (fetched once from the npm registry, hash-checked, kept in .venv).
+# Debian/Ubuntu when missing (as root, or with password-less sudo; otherwise a note), a CJK font so
+# its screenshots show the glossary's Chinese (fonts-wqy-zenhei), and the pinned MathJax the site
+# serves (fetched once from the npm registry, hash-checked, kept in .venv).
 .PHONY: book book-deps
 book-deps: $(STAMP)
-	@for b in $$CHROME chromium chromium-browser google-chrome google-chrome-stable; do \
-	  command -v $$b >/dev/null && exit 0; done; \
-	if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	@pkgs=""; for b in $$CHROME chromium chromium-browser google-chrome google-chrome-stable ""; do \
+	  [ -n "$$b" ] && command -v $$b >/dev/null && break; done; \
+	[ -n "$$b" ] || pkgs="chromium"; \
+	{ command -v fc-list >/dev/null && fc-list :lang=zh | grep -q .; } || pkgs="$$pkgs fonts-wqy-zenhei"; \
+	if [ -z "$$pkgs" ]; then :; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs; \
 	elif command -v apt-get >/dev/null && sudo -n true 2>/dev/null; then \
-	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
-	else echo "note: no Chrome/Chromium found; tests/test_book.py needs one" \
+	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs; \
+	elif [ -z "$$b" ]; then echo "note: no Chrome/Chromium found; tests/test_book.py needs one" \
 	  "(Debian/Ubuntu: sudo apt-get install chromium; elsewhere install Chrome and set CHROME)."; fi
 	@$(BIN)/python scripts/build_book.py --mathjax-only >/dev/null
 
