@@ -27,15 +27,15 @@ DATA_DEFAULTS = dict(batch_size=128, num_steps=24, num_pairs=6000, min_freq=1, s
 _RNN = dict(embed_size=32, num_hiddens=64, num_layers=1, dropout=0.1)
 
 #: Sutskever-style baseline: the decoder sees the source through one fixed vector.
-NO_ATTENTION_DEFAULTS = dict(_RNN, num_epochs=20, lr=0.005)
+NO_ATTENTION_DEFAULTS = dict(_RNN, num_epochs=12, lr=0.005)
 #: Bahdanau et al.: bidirectional encoder, additive attention with the previous state.
-BAHDANAU_DEFAULTS = dict(_RNN, bidirectional=True, num_epochs=20, lr=0.005)
+BAHDANAU_DEFAULTS = dict(_RNN, bidirectional=True, num_epochs=12, lr=0.005)
 #: Luong et al.: attention after the GRU step, dot or general score.
-LUONG_DOT_DEFAULTS = dict(_RNN, score="dot", num_epochs=20, lr=0.005)
-LUONG_GENERAL_DEFAULTS = dict(_RNN, score="general", num_epochs=20, lr=0.005)
+LUONG_DOT_DEFAULTS = dict(_RNN, score="dot", num_epochs=15, lr=0.005)
+LUONG_GENERAL_DEFAULTS = dict(_RNN, score="general", num_epochs=15, lr=0.005)
 #: The Transformer (post-LN as in the paper), and its pre-LN variant.
 TRANSFORMER_DEFAULTS = dict(num_hiddens=64, ffn_num_hiddens=128, num_heads=4, num_blks=2,
-                            dropout=0.1, pre_norm=False, num_epochs=20, lr=0.002)
+                            dropout=0.1, pre_norm=False, num_epochs=8, lr=0.005)
 TRANSFORMER_PRE_LN_DEFAULTS = dict(TRANSFORMER_DEFAULTS, pre_norm=True)
 
 PRESETS = {

@@ -129,9 +129,20 @@ class TransformerDecoderBlock(nn.Module):
         return self.addnorm3.residual(Z, self.ffn), state  # (batch, steps, num_hiddens)
 
 
+def _token_embedding(vocab_size: int, num_hiddens: int) -> nn.Embedding:
+    """Embeddings drawn with std ``1/sqrt(d)``, as in the paper (and fairseq), so that after
+    the ``sqrt(d)`` scaling in :func:`_embed` tokens and positions both have entries of size
+    about 1. (PyTorch's default std of 1, which d2l keeps, makes tokens ``sqrt(d)`` times
+    louder than positions: the model then barely knows word order, and long sentences suffer.)
+    """
+    embedding = nn.Embedding(vocab_size, num_hiddens)
+    nn.init.normal_(embedding.weight, std=num_hiddens ** -0.5)
+    return embedding
+
+
 def _embed(embedding: nn.Embedding, pos_encoding, X: torch.Tensor, offset: int = 0) -> torch.Tensor:
-    """Token embeddings scaled by ``sqrt(d)`` (so they are not drowned by the positions) plus
-    positions ``offset ..``: ``(batch, steps) -> (batch, steps, d)``."""
+    """Token embeddings scaled by ``sqrt(d)`` plus positions ``offset ..``:
+    ``(batch, steps) -> (batch, steps, d)``."""
     d = embedding.embedding_dim
     return pos_encoding(embedding(X) * math.sqrt(d), offset)  # (batch, steps, d)
 
@@ -149,7 +160,7 @@ class TransformerEncoder(Encoder):
                  pre_norm: bool = False, max_len: int = 1000) -> None:
         super().__init__()
         self.vocab_size, self.num_hiddens, self.pre_norm = vocab_size, num_hiddens, pre_norm
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.embedding = _token_embedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
         self.blks = nn.ModuleList(
             TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias, pre_norm)
@@ -180,7 +191,7 @@ class TransformerDecoder(Decoder):
                  pre_norm: bool = False, max_len: int = 1000) -> None:
         super().__init__()
         self.vocab_size, self.num_hiddens, self.num_blks = vocab_size, num_hiddens, num_blks
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.embedding = _token_embedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
         self.blks = nn.ModuleList(
             TransformerDecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, i, use_bias,

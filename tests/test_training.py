@@ -179,3 +179,15 @@ def test_decoding_errors(data):
         greedy_decode(model, data, "")
     with pytest.raises(ValueError, match="non-empty list"):
         greedy_decode(model, data, [])
+
+
+def test_live_plot_draws_and_closes_its_figures(data, capsys):
+    import matplotlib
+
+    matplotlib.use("Agg")  # this test process only; notebooks keep the inline backend
+    import matplotlib.pyplot as plt
+
+    history = train_seq2seq(tiny_transformer(data), data, 2, 0.01, progress=False, plot=True)
+    assert len(history.val_loss) == 2
+    assert "Figure" in capsys.readouterr().out  # IPython's display falls back to print
+    assert plt.get_fignums() == []
