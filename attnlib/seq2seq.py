@@ -206,7 +206,9 @@ class Seq2SeqAttentionDecoder(Decoder):
     At step t the query is the previous top-layer state ``s_{t-1}``; keys and values
     are the encoder outputs. The context ``c_t`` is concatenated with the embedding of
     ``y_{t-1}`` as the GRU input. Because ``c_t`` depends on ``s_{t-1}``, the steps run
-    one after another, also in training. State: ``[enc_outputs (batch, src_steps,
+    one after another, also in training. The keys' half of the score, ``W_k h_j``, does
+    not depend on t, so it is computed once per call (the paper's appendix makes the same
+    remark) and only the query half runs at every step. State: ``[enc_outputs (batch, src_steps,
     num_hiddens), hidden (num_layers, batch, num_hiddens), enc_valid_lens (batch,)]``.
     Recorded weights: one ``(batch, 1, 1, src_steps)`` entry per step.
     """
