@@ -158,36 +158,64 @@ def glossary_rows(nb: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def _widget_controls(state: dict, model_id: str, seen: set) -> tuple[list[str], list[dict]]:
-    """Walk a widget tree: ('description = value' lines, outputs held by Output widgets)."""
+def _widget_tree(state: dict, model_id: str, seen: set | None = None) -> dict:
+    """Walk a widget tree. Returns the control settings ('description = value'), the texts of
+    label/HTML widgets, the outputs held by Output widgets and a progress bar's 'value/max'."""
+    found = {"controls": [], "texts": [], "outputs": [], "progress": ""}
+    seen = set() if seen is None else seen
     if model_id in seen or model_id not in state:
-        return [], []
+        return found
     seen.add(model_id)
-    model = state[model_id]
-    name, st = model.get("model_name", ""), model.get("state", {})
-    controls, outputs = [], []
+    name = state[model_id].get("model_name", "")
+    st = state[model_id].get("state", {})
     if name == "OutputModel":
-        outputs.extend(o for o in st.get("outputs", []) if WIDGET_VIEW not in o.get("data", {}))
+        found["outputs"] = [
+            o for o in st.get("outputs", []) if WIDGET_VIEW not in o.get("data", {})
+        ]
+    elif name in ("LabelModel", "HTMLModel", "HTMLMathModel"):
+        text = html.unescape(re.sub(r"<[^>]+>", "", str(st.get("value", "")))).strip()
+        found["texts"] = [text] if text else []
+    elif name in ("FloatProgressModel", "IntProgressModel"):
+        found["progress"] = f"{st.get('value', 0):g}/{st.get('max', 0):g}"
     elif "_options_labels" in st and st.get("index") is not None:
-        index = st["index"]
-        labels = st["_options_labels"]
+        index, labels = st["index"], st["_options_labels"]
         value = ", ".join(labels[i] for i in index) if isinstance(index, list) else labels[index]
-        controls.append(f"{st.get('description') or 'choice'} = {value}")
-    elif "value" in st and name not in ("LabelModel", "HTMLModel", "HTMLMathModel"):
+        found["controls"] = [f"{st.get('description') or 'choice'} = {value}"]
+    elif "value" in st:
         value = st["value"]
-        if isinstance(value, float):
-            value = f"{value:.4g}"
-        controls.append(f"{st.get('description') or name.removesuffix('Model')} = {value}")
+        value = f"{value:.4g}" if isinstance(value, float) else value
+        found["controls"] = [f"{st.get('description') or name.removesuffix('Model')} = {value}"]
     for child in st.get("children", []):
         if isinstance(child, str) and child.startswith("IPY_MODEL_"):
-            more_controls, more_outputs = _widget_controls(state, child[len("IPY_MODEL_") :], seen)
-            controls += more_controls
-            outputs += more_outputs
-    return controls, outputs
+            sub = _widget_tree(state, child.removeprefix("IPY_MODEL_"), seen)
+            for key in ("controls", "texts", "outputs"):
+                found[key] = found[key] + sub[key]
+            found["progress"] = found["progress"] or sub["progress"]
+    return found
+
+
+def _snapshot(tree: dict) -> list[dict]:
+    """Static outputs standing in for one widget view."""
+    if tree["progress"]:  # e.g. tqdm.auto's bar: its final text, as tqdm prints it in a terminal
+        text = " ".join(tree["texts"]) or tree["progress"]
+        return [{"output_type": "stream", "name": "stdout", "text": text + "\n"}]
+    what = (
+        "Static snapshot of an interactive widget" if tree["outputs"] else "An interactive widget"
+    )
+    settings = "; ".join(html.escape(c) for c in tree["controls"])
+    note = (
+        f'<p class="widget-snapshot"><em>{what}</em>{f" at {settings}" if settings else ""}. '
+        "Run the notebook (<code>make lab</code>) to move the controls.</p>"
+    )
+    return [
+        {"output_type": "display_data", "metadata": {}, "data": {"text/html": note}},
+        *tree["outputs"],
+    ]
 
 
 def static_widgets(nb: dict) -> int:
-    """Replace widget views with a static snapshot; drop the widget state. Returns the count."""
+    """Replace widget views with static snapshots and drop the widget state (so no widget
+    JavaScript is loaded). Returns the number of views replaced."""
     meta = nb.get("metadata", {}).pop("widgets", {}) or {}
     state = meta.get(WIDGET_STATE, {}).get("state", {})
     count = 0
@@ -199,19 +227,9 @@ def static_widgets(nb: dict) -> int:
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view is None:
                 new_outputs.append(out)
-                continue
-            count += 1
-            controls, held = _widget_controls(state, view.get("model_id", ""), set())
-            what = "Static snapshot of an interactive widget" if held else "An interactive widget"
-            settings = f" at {'; '.join(html.escape(c) for c in controls)}" if controls else ""
-            note = (
-                f'<p class="widget-snapshot"><em>{what}</em>{settings}. Run the notebook '
-                "(<code>make lab</code>) to move the controls.</p>"
-            )
-            new_outputs.append(
-                {"output_type": "display_data", "metadata": {}, "data": {"text/html": note}}
-            )
-            new_outputs.extend(held)
+            else:
+                count += 1
+                new_outputs += _snapshot(_widget_tree(state, view.get("model_id", "")))
         cell["outputs"] = new_outputs
     return count
 

@@ -99,56 +99,37 @@ def test_references_stop_at_the_next_heading():
 
 
 def test_widget_views_become_a_static_snapshot():
+    def model(name, **state):
+        return {"model_name": name, "state": state}
+
+    png = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR"}}
     state = {
-        "box": {
-            "model_name": "VBoxModel",
-            "state": {"children": ["IPY_MODEL_drop", "IPY_MODEL_slide", "IPY_MODEL_out"]},
-        },
-        "drop": {
-            "model_name": "DropdownModel",
-            "state": {"description": "kernel", "index": 1, "_options_labels": ["a", "boxcar"]},
-        },
-        "slide": {
-            "model_name": "FloatSliderModel",
-            "state": {"description": "width", "value": 0.25},
-        },
-        "out": {
-            "model_name": "OutputModel",
-            "state": {
-                "outputs": [
-                    {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR"}}
-                ]
-            },
-        },
+        "box": model("VBoxModel", children=["IPY_MODEL_drop", "IPY_MODEL_slide", "IPY_MODEL_out"]),
+        "drop": model("DropdownModel", description="kernel", index=1, _options_labels=["a", "box"]),
+        "slide": model("FloatSliderModel", description="width", value=0.25),
+        "out": model("OutputModel", outputs=[png]),
+        "bar": model("HBoxModel", children=["IPY_MODEL_l", "IPY_MODEL_p", "IPY_MODEL_r"]),
+        "l": model("HTMLModel", value="epochs: 100%"),
+        "p": model("FloatProgressModel", value=200.0, max=200.0),
+        "r": model("HTMLModel", value=" 200/200 [00:03&lt;00:00]"),
     }
-    view = {
-        "output_type": "display_data",
-        "metadata": {},
-        "data": {
-            "application/vnd.jupyter.widget-view+json": {"model_id": "box"},
-            "text/plain": "interactive(...)",
-        },
-    }
-    orphan = {
-        "output_type": "display_data",
-        "metadata": {},
-        "data": {
-            "application/vnd.jupyter.widget-view+json": {"model_id": "gone"},
-            "text/plain": "IntSlider()",
-        },
-    }
-    cell = {"cell_type": "code", "metadata": {}, "source": "", "outputs": [view, orphan]}
-    nb = _nb(
-        cell, metadata={"widgets": {"application/vnd.jupyter.widget-state+json": {"state": state}}}
-    )
-    assert build_book.static_widgets(nb) == 2
+
+    def view(model_id):
+        data = {build_book.WIDGET_VIEW: {"model_id": model_id}, "text/plain": "interactive(...)"}
+        return {"output_type": "display_data", "metadata": {}, "data": data}
+
+    cell = {"cell_type": "code", "metadata": {}, "source": "", "outputs": [view("box")]}
+    cell["outputs"] += [view("gone"), view("bar")]
+    meta = {"widgets": {build_book.WIDGET_STATE: {"state": state}}}
+    nb = _nb(cell, metadata=meta)
+    assert build_book.static_widgets(nb) == 3
     assert "widgets" not in nb["metadata"]
-    note, image, orphan_note = cell["outputs"]
+    note, image, orphan_note, bar = cell["outputs"]
     assert "Static snapshot" in note["data"]["text/html"]
-    assert "kernel = boxcar; width = 0.25" in note["data"]["text/html"]
-    assert image["data"] == {"image/png": "iVBOR"}
+    assert "kernel = box; width = 0.25" in note["data"]["text/html"]
+    assert image == png
     assert "An interactive widget" in orphan_note["data"]["text/html"]
-    assert not any("widget-view" in k for o in cell["outputs"] for k in o.get("data", {}))
+    assert bar["text"] == "epochs: 100% 200/200 [00:03<00:00]\n"
 
 
 # --------------------------------------------------------------------------- the built site
@@ -328,8 +309,16 @@ REPORT_JS = r"""
 """
 
 
-def open_page(browser: Browser, url: str) -> tuple[dict, list[str], list[str], bytes]:
-    """Load ``url``; return (report, console errors, requests to other hosts, screenshot PNG)."""
+# Screenshots show a tall first screen (and the first widget snapshot): a full-page capture of a
+# long chapter costs seconds of re-layout each.
+VIEWPORT = {"width": 1280, "height": 2400, "deviceScaleFactor": 1, "mobile": False}
+SCROLL_TO_WIDGET_JS = """(() => { const e = document.querySelector('.widget-snapshot');
+  if (!e) return false; window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 600);
+  return true; })()"""
+
+
+def open_page(browser: Browser, url: str) -> tuple[dict, list[str], list[str], dict[str, bytes]]:
+    """Load ``url``; return (report, console errors, requests to other hosts, PNG screenshots)."""
     target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
         "sessionId"
@@ -337,11 +326,7 @@ def open_page(browser: Browser, url: str) -> tuple[dict, list[str], list[str], b
     try:
         for domain in ("Page", "Runtime", "Log", "Network"):
             browser.send(f"{domain}.enable", session=session)
-        browser.send(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
-            session,
-        )
+        browser.send("Emulation.setDeviceMetricsOverride", VIEWPORT, session)
         start = len(browser.events)
         browser.send("Page.navigate", {"url": url}, session)
         browser.wait_for("Page.loadEventFired", session)
@@ -352,16 +337,14 @@ def open_page(browser: Browser, url: str) -> tuple[dict, list[str], list[str], b
         )
         assert "exceptionDetails" not in result, result
         report = json.loads(result["result"]["value"])
-        height = min(report["height"], 12000)
-        shot = browser.send(
-            "Page.captureScreenshot",
-            {
-                "format": "png",
-                "captureBeyondViewport": True,
-                "clip": {"x": 0, "y": 0, "width": 1280, "height": height, "scale": 1},
-            },
-            session,
+        shots = {"": browser.send("Page.captureScreenshot", {"format": "png"}, session)["data"]}
+        scrolled = browser.send(
+            "Runtime.evaluate", {"expression": SCROLL_TO_WIDGET_JS, "returnByValue": True}, session
         )
+        if scrolled["result"].get("value"):
+            shots["__widget"] = browser.send("Page.captureScreenshot", {"format": "png"}, session)[
+                "data"
+            ]
         errors, remote = [], []
         base = url.split("/")[0] + "//" + url.split("/")[2] if url.startswith("http") else "file://"
         for event in browser.events[start:]:
@@ -382,7 +365,7 @@ def open_page(browser: Browser, url: str) -> tuple[dict, list[str], list[str], b
                 request_url = params["request"]["url"]
                 if not request_url.startswith((base, "data:", "blob:", "about:")):
                     remote.append(request_url)
-        return report, errors, remote, base64.b64decode(shot["data"])
+        return report, errors, remote, {k: base64.b64decode(v) for k, v in shots.items()}
     finally:
         browser.send("Target.closeTarget", {"targetId": target})
         browser.events = [e for e in browser.events if e.get("sessionId") != session]
@@ -390,9 +373,10 @@ def open_page(browser: Browser, url: str) -> tuple[dict, list[str], list[str], b
 
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_offline_in_chromium(page, server, browser):
-    report, errors, remote, png = open_page(browser, f"{server}/{page}.html")
+    report, errors, remote, shots = open_page(browser, f"{server}/{page}.html")
     SHOTS.mkdir(parents=True, exist_ok=True)
-    (SHOTS / f"{page.replace('/', '__')}.png").write_bytes(png)
+    for suffix, png in shots.items():
+        (SHOTS / f"{page.replace('/', '__')}{suffix}.png").write_bytes(png)
     assert not errors, f"console errors on {page}: {errors}"
     assert not remote, f"{page} fetched from other hosts: {remote}"
     assert not report["untypeset"] and not report["rawTex"], f"raw TeX left on {page}: {report}"
@@ -423,3 +407,17 @@ def test_a_chapter_renders_from_disk(site, browser):
     report, errors, remote, _ = open_page(browser, (site / f"{page}.html").as_uri())
     assert not errors and not remote, (errors, remote)
     assert not report["untypeset"] and not report["brokenImages"], report
+
+
+def test_the_browser_check_catches_a_broken_page(tmp_path, browser):
+    page = tmp_path / "broken.html"
+    page.write_text(
+        '<html><body><main><p><span class="math">\\(x^2\\)</span> and $$y$$</p>'
+        '<img src="missing.png"><script>console.error("boom")</script>'
+        '<script src="http://cdn.invalid/mathjax.js"></script></main></body></html>'
+    )
+    report, errors, remote, _ = open_page(browser, page.as_uri())
+    assert any("boom" in e for e in errors)
+    assert remote == ["http://cdn.invalid/mathjax.js"]
+    assert report["untypeset"] == ["\\(x^2\\)"] and report["rawTex"] == ["$$", "\\("]
+    assert len(report["brokenImages"]) == 1 and report["mjx"] == 0
