@@ -288,31 +288,39 @@ def references_page(books: list[tuple[Path, dict]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def bench_page() -> str:
-    head = ["# Benchmark results", ""]
-    bench = ROOT / "results" / "bench.md"
+def bench_page(root: Path = ROOT) -> str:
+    """The benchmark page: results/bench.md (from `make bench`) or a placeholder."""
+    bench = root / "results" / "bench.md"
     if not bench.exists():
         return (
-            "\n".join(
-                head
-                + [
-                    "No benchmark results yet. Run `make bench` to measure the attention layers",
-                    "and the models of the book on your machine; it writes `results/bench.md`,",
-                    "which this page shows after the next `make book`.",
-                ]
-            )
-            + "\n"
+            "# Benchmark results\n\n"
+            "No benchmark results yet. Run `make bench` to measure the attention layers and the\n"
+            "models of the book on your machine; it writes `results/bench.md`, which this page\n"
+            "shows after the next `make book`.\n"
         )
+    lines = bench.read_text(encoding="utf-8").strip().splitlines()
+    note = ["", "*Measured by `make bench`, which writes `results/bench.md`.*", ""]
+    if lines and re.match(r"^#\s", lines[0]):
+        return "\n".join(lines[:1] + note + lines[1:]) + "\n"
     out, fence = [], False
-    for line in bench.read_text(encoding="utf-8").splitlines():
+    for line in lines:
         if line.lstrip().startswith(("```", "~~~")):
             fence = not fence
-        # One level down, so this page keeps a single title.
+        # One level down, below this page's own title.
         out.append("#" + line if not fence and re.match(r"^#{1,5}\s", line) else line)
-    return "\n".join(head + ["Measured by `make bench` (`results/bench.md`).", ""] + out) + "\n"
+    return "\n".join(["# Benchmark results", *note, *out]) + "\n"
 
 
-def toc(books: list[tuple[Path, dict]]) -> str:
+def bench_docs(root: Path = ROOT) -> list[str]:
+    """The docs/*.md pages that results/bench.md links to (its method notes), if they exist."""
+    bench = root / "results" / "bench.md"
+    if not bench.exists():
+        return []
+    names = re.findall(r"\]\(\.\./docs/([\w.-]+)\.md\)", bench.read_text(encoding="utf-8"))
+    return sorted({n for n in names if (root / "docs" / f"{n}.md").is_file()})
+
+
+def toc(books: list[tuple[Path, dict]], bench_sections: list[str] = ()) -> str:
     lines = ["format: jb-book", "root: intro", "parts:"]
     if books:
         lines += ["  - caption: Chapters", "    chapters:"]
@@ -324,6 +332,8 @@ def toc(books: list[tuple[Path, dict]]) -> str:
         "      - file: references",
         "      - file: results/bench",
     ]
+    if bench_sections:
+        lines += ["        sections:"] + [f"          - file: docs/{n}" for n in bench_sections]
     return "\n".join(lines) + "\n"
 
 
@@ -349,7 +359,7 @@ def stage() -> None:
             shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
     for name in ("_config.yml", "intro.md", "favicon.svg"):
         _write(STAGE / name, (BOOK / name).read_bytes())
-    _write(STAGE / "_toc.yml", toc(books))
+    _write(STAGE / "_toc.yml", toc(books, bench_docs()))
     _write(STAGE / "glossary.md", glossary_page(books))
     _write(STAGE / "references.md", references_page(books))
     # results/: the benchmark page plus the files it may link to (figures, CSV).
@@ -360,6 +370,9 @@ def stage() -> None:
                 _write(STAGE / "results" / f.name, f.read_bytes())
                 keep.add(f.name)
     _write(STAGE / "results" / "bench.md", bench_page())
+    keep_docs = {f"{n}.md" for n in bench_docs()}
+    for name in keep_docs:
+        _write(STAGE / "docs" / name, (ROOT / "docs" / name).read_bytes())
     # Chapters (widgets made static); the library sources they link to become downloads.
     keep_nb = set()
     for path, nb in books:
@@ -368,8 +381,8 @@ def stage() -> None:
         keep_nb.add(path.name)
     for f in (ROOT / "attnlib").glob("*.py"):
         _write(STAGE / "attnlib" / f.name, f.read_bytes())
-    for folder, names in (("notebooks", keep_nb), ("results", keep)):
-        for f in (STAGE / folder).iterdir():
+    for folder, names in (("notebooks", keep_nb), ("results", keep), ("docs", keep_docs)):
+        for f in (STAGE / folder).glob("*"):
             if f.name not in names:
                 shutil.rmtree(f) if f.is_dir() else f.unlink()
     for f in (BOOK / "_ext").glob("*.py"):
@@ -391,6 +404,7 @@ def inputs_digest() -> str:
         *sorted(BOOK.rglob("*")),
         Path(__file__),
         *sorted(ROOT.glob("attnlib/*.py")),
+        *[ROOT / "docs" / f"{n}.md" for n in bench_docs()],
     ]
     if (ROOT / "results").is_dir():
         files += sorted((ROOT / "results").iterdir())

@@ -98,6 +98,24 @@ def test_references_stop_at_the_next_heading():
     assert build_book.section(text, "references") == body
 
 
+def test_bench_page_placeholder_then_results_with_their_method_notes(tmp_path):
+    assert "`make bench`" in build_book.bench_page(tmp_path)
+    assert build_book.bench_docs(tmp_path) == []
+    (tmp_path / "results").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "bench.md").write_text("# How we measure\n")
+    bench = "# Benchmarks\n\nSee [method](../docs/bench.md), [gone](../docs/nope.md).\n\n## CPU\n"
+    (tmp_path / "results" / "bench.md").write_text(bench)
+    page = build_book.bench_page(tmp_path)
+    assert page.startswith("# Benchmarks\n") and page.count("\n# ") == 0 and "\n## CPU" in page
+    (tmp_path / "results" / "bench.md").write_text("## CPU\n\n```\n# code\n```\n")
+    page = build_book.bench_page(tmp_path)
+    assert page.startswith("# Benchmark results\n") and "\n### CPU" in page and "\n# code" in page
+    (tmp_path / "results" / "bench.md").write_text(bench)
+    assert build_book.bench_docs(tmp_path) == ["bench"]
+    assert "sections:\n          - file: docs/bench" in build_book.toc([], ["bench"])
+
+
 def test_widget_views_become_a_static_snapshot():
     def model(name, **state):
         return {"model_name": name, "state": state}
