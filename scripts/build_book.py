@@ -284,7 +284,8 @@ def references_page(books: list[tuple[Path, dict]]) -> str:
         body = section(markdown_text(nb), "references")
         if body:
             title = chapter_title(nb, path)
-            lines += [f"## [{title}](notebooks/{path.name})", "", body, ""]
+            lines += [f"## {title}", "", f"Cited in [the chapter](notebooks/{path.name}):", ""]
+            lines += [body, ""]
     return "\n".join(lines) + "\n"
 
 
