@@ -5,9 +5,12 @@ chapter                 module
 ======================  ===================================================
 2 attention pooling     :mod:`attnlib.pooling` (Nadaraya-Watson)
 3 scoring functions     :mod:`attnlib.scoring` (masked softmax, scores)
+4 Bahdanau attention    :mod:`attnlib.seq2seq` (GRU encoder, decoders)
 5 multi-head attention  :mod:`attnlib.multihead`
-6 positional encoding   :mod:`attnlib.positional`
+6 positional encoding   :mod:`attnlib.positional`, :mod:`attnlib.selfattention`
 7 the Transformer       :mod:`attnlib.transformer`
+4-7 translation         :mod:`attnlib.data` (generated corpus), :mod:`attnlib.training`,
+                        :mod:`attnlib.decoding`, :mod:`attnlib.metrics`, :mod:`attnlib.presets`
 (all)                   :mod:`attnlib.recording` (weights for heatmaps),
                         :mod:`attnlib.plotting`, :mod:`attnlib.device`
 ======================  ===================================================
