@@ -99,6 +99,16 @@ def chapters() -> list[Path]:
     )
 
 
+def chapter_assets() -> list[Path]:
+    """Images kept next to the notebooks (for markdown like ``![](figures/x.png)``)."""
+    suffixes = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp"}
+    return sorted(
+        p
+        for p in (ROOT / "notebooks").rglob("*")
+        if p.is_file() and p.suffix.lower() in suffixes and ".ipynb_checkpoints" not in p.parts
+    )
+
+
 def _source(cell: dict) -> str:
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else src
@@ -380,6 +390,10 @@ def stage() -> None:
         static_widgets(nb)
         _write(STAGE / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
         keep_nb.add(path.name)
+    for asset in chapter_assets():
+        rel = asset.relative_to(ROOT / "notebooks")
+        _write(STAGE / "notebooks" / rel, asset.read_bytes())
+        keep_nb.add(rel.parts[0])
     for f in (ROOT / "attnlib").glob("*.py"):
         _write(STAGE / "attnlib" / f.name, f.read_bytes())
     for folder, names in (("notebooks", keep_nb), ("results", keep), ("docs", keep_docs)):
@@ -402,6 +416,7 @@ def inputs_digest() -> str:
     digest = hashlib.sha256(MATHJAX_VERSION.encode())
     files = [
         *chapters(),
+        *chapter_assets(),
         *sorted(BOOK.rglob("*")),
         Path(__file__),
         *sorted(ROOT.glob("attnlib/*.py")),
