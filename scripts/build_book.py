@@ -363,6 +363,7 @@ def stage() -> None:
         "_vendor",
         "_ext",
         "favicon.svg",
+        "docs",
     }
     STAGE.mkdir(parents=True, exist_ok=True)
     for stale in STAGE.iterdir():
