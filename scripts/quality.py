@@ -191,10 +191,9 @@ def main() -> None:
             print(f"{name:20s} seed {seed}: BLEU {r['bleu']:5.1f}  chrF {r['chrf']:5.1f}  "
                   f"{r['train_seconds']:5.1f} s  {r['tokens_per_sec']:8,.0f} tokens/s  "
                   f"alignment {max(r['alignment'].values(), default=float('nan')):5.1f}", flush=True)
-    if args.part:
-        args.part.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1) + "\n")
-        print(f"wrote {args.part}")
-    else:
+            if args.part:  # after every run, so a part that is stopped early keeps its runs
+                args.part.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1) + "\n")
+    if not args.part:
         write(args.out, meta, runs)
 
 
