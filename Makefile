@@ -41,7 +41,7 @@ lab: install
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_ARGS) $(LAB_ARGS)
 
 lint: install
-	$(BIN)/ruff check attnlib tests notebooks
+	$(BIN)/ruff check attnlib tests notebooks assignments scripts
 
 format: install
 	$(BIN)/ruff format attnlib tests
@@ -58,6 +58,15 @@ test: install lint
 .PHONY: quality
 quality: install
 	$(BIN)/python scripts/quality.py
+
+# Classroom assignments (docs/instructors.md): student versions, then autograding.
+SUBMISSIONS ?= build/submitted
+.PHONY: assignments grade
+assignments: install
+	$(BIN)/python scripts/assignments.py generate --out build/assignments
+
+grade: install
+	$(BIN)/python scripts/assignments.py grade $(SUBMISSIONS) --out build/grades
 
 lock:
 	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
