@@ -16,13 +16,18 @@ PYTEST_ARGS ?=
 .PHONY: help install lab test lint format clean lock execute
 
 help:
-	@echo "make lab     set up and start JupyterLab on notebooks/"
-	@echo "make test    set up and run lint, unit tests and every notebook (nbval)"
-	@echo "make lint    ruff over attnlib/, tests/ and the notebooks"
-	@echo "make install build $(VENV) from requirements.lock (a no-op when up to date)"
-	@echo "make execute re-run every notebook in place (after changing attnlib: notebooks show its source)"
-	@echo "make lock    re-resolve requirements.in into requirements.lock"
-	@echo "make clean   remove $(VENV) and build outputs"
+	@echo "make lab          set up and start JupyterLab on notebooks/"
+	@echo "make test         set up and run lint, unit tests and every notebook (nbval)"
+	@echo "make lint         ruff over attnlib/, tests/, the notebooks, assignments/, scripts/"
+	@echo "make install      build $(VENV) from requirements.lock (a no-op when up to date)"
+	@echo "make execute      re-run every notebook in place (after changing attnlib: notebooks show its source)"
+	@echo "make book         build the static website into build/book/"
+	@echo "make assignments  write the student versions to build/assignments/release/"
+	@echo "make grade        autograde SUBMISSIONS=folder (default build/submitted) -> build/grades/"
+	@echo "make quality      train every translation model over 3 seeds -> results/quality.md"
+	@echo "make bench        time attnlib against PyTorch and d2l -> results/bench.md"
+	@echo "make lock         re-resolve requirements.in into requirements.lock"
+	@echo "make clean        remove $(VENV) and build outputs"
 
 install: $(STAMP) book-deps
 
