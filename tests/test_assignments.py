@@ -76,7 +76,8 @@ class TestSources:
 
 class TestStudentVersions:
     @pytest.fixture(scope="class")
-    def released(self, tmp_path_factory):
+    @classmethod
+    def released(cls, tmp_path_factory):
         paths = cli.generate(tmp_path_factory.mktemp("course"))
         return dict(zip(NAMES, paths, strict=True))
 
@@ -100,7 +101,8 @@ class TestStudentVersions:
 
 class TestGradeFullAndZero:
     @pytest.fixture(scope="class")
-    def released(self, tmp_path_factory):
+    @classmethod
+    def released(cls, tmp_path_factory):
         return dict(zip(NAMES, cli.generate(tmp_path_factory.mktemp("course")), strict=True))
 
     @pytest.mark.parametrize("name", NAMES)
@@ -165,7 +167,8 @@ def _digest(root: Path) -> dict:
 
 class TestBrokenSubmissions:
     @pytest.fixture(scope="class")
-    def graded(self, tmp_path_factory):
+    @classmethod
+    def graded(cls, tmp_path_factory):
         tmp = tmp_path_factory.mktemp("broken")
         subs = tmp / "submitted"
         _broken_submissions(subs)
