@@ -252,7 +252,7 @@ def run_table(kind: str, plan, device, *, batch=2, num_hiddens=256, heads=4, d2l
                 timed = {name: (_no_grad(fn) if mode == "fwd" else _forward_backward(fn, params))
                          for name, fn in fns.items()}
                 res = interleaved(timed, device, budget_s=budget_s, max_repeats=max_repeats,
-                                  warmup=warmup)
+                                  warmup=warmup, min_repeats=3 if warmup else 2)
                 for name in fns:
                     mem = peak_bytes(timed[name], device) if mode in memory_modes else None
                     rows.append({
@@ -313,7 +313,7 @@ def plans(quick: bool, sizes=None):
     """The (n, masks, memory modes, warm-up rounds) to run for the core and the module tables.
 
     Full run: every mask up to n = 1024; at n = 4096 (one forward+backward of d2l takes
-    about 14 s here) only the unmasked case, without warm-up, peak memory of
+    about 14 s here) only the unmasked case, two rounds without warm-up, peak memory of
     forward+backward only, and only the module table (the core's limit is measured at 2048).
     """
     both = ("fwd", "fwd+bwd")

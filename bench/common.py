@@ -26,7 +26,8 @@ def interleaved(fns: dict[str, Callable[[], object]], device: torch.device, *,
     Each round calls every candidate once, in an order rotated by one each round,
     so a burst of load from another process slows all of them alike. The number of
     rounds is chosen from the warm-up so that the whole measurement takes about
-    ``budget_s`` (between ``min_repeats`` and ``max_repeats`` rounds).
+    ``budget_s`` (between ``min_repeats`` and ``max_repeats`` rounds); without warm-up
+    it is ``min_repeats``.
     """
     names = list(fns)
     start = time.perf_counter()
@@ -34,8 +35,11 @@ def interleaved(fns: dict[str, Callable[[], object]], device: torch.device, *,
         for name in names:
             fns[name]()
             sync(device)
-    per_round = (time.perf_counter() - start) / max(warmup, 1)
-    rounds = int(min(max_repeats, max(min_repeats, budget_s / max(per_round, 1e-9))))
+    if warmup:
+        per_round = (time.perf_counter() - start) / warmup
+        rounds = int(min(max_repeats, max(min_repeats, budget_s / max(per_round, 1e-9))))
+    else:  # nothing to estimate from: the minimum
+        rounds = min_repeats
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         for i in range(len(names)):

@@ -77,6 +77,8 @@ def test_interleaved_and_paired_ratio():
     assert len(res["a"]["times_s"]) == len(res["b"]["times_s"]) == 5
     assert common.paired_ratio(res, "a", "a") == 1.0
     assert common.paired_ratio(res, "b", "a") > 1.0
+    once = common.interleaved({"a": lambda: None}, CPU, warmup=0, min_repeats=2, max_repeats=9)
+    assert len(once["a"]["times_s"]) == 2  # no warm-up to estimate from: the minimum
 
 
 def test_limit_and_matmul_peak():
