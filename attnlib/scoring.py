@@ -123,7 +123,7 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
             queries, keys, values, attn_mask=mask | empty, dropout_p=dropout_p, scale=scale)
         return out.masked_fill(empty, 0.0), None  # (..., q, d_v)
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
-    scores = queries @ keys.transpose(-2, -1) * scale  # (..., q, k)
+    scores = (queries * scale) @ keys.transpose(-2, -1)  # (..., q, k); scaling q costs O(q d), not O(q k)
     weights = softmax_with_mask(scores, mask)  # (..., q, k)
     return F.dropout(weights, dropout_p) @ values, weights  # (..., q, d_v)
 
