@@ -32,7 +32,7 @@ help:
 	@echo "make lock         re-resolve requirements.in into requirements.lock"
 	@echo "make clean        remove $(VENV) and build outputs"
 
-install: $(STAMP) book-deps
+install: $(STAMP)
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -59,7 +59,7 @@ execute: install
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.kernel_name=python3 \
 	  --ExecutePreprocessor.timeout=600 notebooks/[0-9][0-9]_*.ipynb
 
-test: install lint
+test: install book-deps lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Train every chapter's model (3 seeds) and write results/quality.md and .json (about 15 min).
