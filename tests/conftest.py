@@ -10,6 +10,16 @@ def d2l():
     return d2l_torch
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models on one torch thread: on a shared 2-core CPU, extra OpenMP threads wait on
+    each other and slow small ops down many times. Restores the thread count afterwards."""
+    from attnlib.training import torch_threads
+
+    with torch_threads(1):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

@@ -10,15 +10,9 @@ from attnlib.seq2seq import (
     Seq2SeqDecoder,
     Seq2SeqEncoder,
 )
-from attnlib.training import torch_threads
 from attnlib.transformer import TransformerDecoder, TransformerEncoder
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one thread (extra OpenMP threads spin when the CPU is shared)."""
-    with torch_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 SRC_V, TGT_V, BOS, EOS = 17, 21, 1, 2

@@ -86,15 +86,6 @@ def test_rope_tagger_records_attention():
     torch.testing.assert_close(out, model(X))  # recording does not change the result
 
 
-@pytest.fixture
-def one_thread():
-    """Tiny models on a shared CPU: threads waiting on each other can slow them down many times."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.slow
 def test_positions_decide_reversal_but_not_counting(one_thread):
     g = torch.Generator().manual_seed(4)

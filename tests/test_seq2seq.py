@@ -10,14 +10,8 @@ from attnlib.seq2seq import (
     Seq2SeqDecoder,
     Seq2SeqEncoder,
 )
-from attnlib.training import torch_threads
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one thread (extra OpenMP threads spin when the CPU is shared)."""
-    with torch_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 SRC_V, TGT_V, EMB, H, LAYERS = 23, 31, 8, 16, 2

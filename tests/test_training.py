@@ -10,18 +10,12 @@ from attnlib.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEnco
 from attnlib.training import (
     evaluate_loss,
     masked_ce_loss,
-    torch_threads,
     train_seq2seq,
     trim_batch,
 )
 from attnlib.transformer import TransformerDecoder, TransformerEncoder
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one thread (extra OpenMP threads spin when the CPU is shared)."""
-    with torch_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

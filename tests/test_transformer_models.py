@@ -4,15 +4,9 @@ import torch
 
 import attnlib as A
 from attnlib.seq2seq import EncoderDecoder
-from attnlib.training import torch_threads
 from attnlib.transformer import TransformerDecoder, TransformerDecoderBlock, TransformerEncoder
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one thread (extra OpenMP threads spin when the CPU is shared)."""
-    with torch_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 SRC_V, TGT_V, D, FFN, HEADS, BLKS = 19, 27, 16, 32, 4, 2
