@@ -292,14 +292,10 @@ class LocalAttention(DotProductAttention):
     def forward(self, queries, keys, values, valid_lens=None, causal: bool = False):
         check_qkv(queries, keys, values, same_dim=True)
         b, nq, nk = queries.shape[0], queries.shape[1], keys.shape[1]
-        mask = make_mask(valid_lens, b, nq, nk)
+        mask = make_mask(valid_lens, b, nq, nk)  # (batch, 1 or queries, keys) or None
         band = self.band(nq, nk, queries.device)  # (queries, keys)
-        mask = band if mask is None else mask & band  # (batch, queries, keys)
-        p = self.dropout.p if self.training else 0.0
-        out, weights = scaled_dot_product(queries, keys, values, mask, causal, p,
-                                          need_weights=self.recording)
-        self._keep(weights)
-        return out  # (batch, queries, value_size)
+        mask = band.expand(b, nq, nk) if mask is None else mask & band  # (batch, queries, keys)
+        return super().forward(queries, keys, values, mask, causal)  # (batch, queries, value_size)
 
 
 class HardAttention(DotProductAttention):
