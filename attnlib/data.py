@@ -664,15 +664,20 @@ class TranslationData:
         valid_len = (src != self.src_vocab.pad).sum(dim=1)                # (n,)
         return src, tgt[:, :-1], valid_len, tgt[:, 1:]
 
-    def _loader(self, arrays, shuffle: bool):
-        generator = torch.Generator().manual_seed(self.seed) if shuffle else None
+    def _loader(self, arrays, shuffle: bool, generator=None):
         return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*arrays),
                                            batch_size=self.batch_size, shuffle=shuffle,
                                            generator=generator)
 
-    def train_dataloader(self):
-        """Shuffled batches of ``(src, tgt_in, src_valid_len, label)`` (seeded with ``seed``)."""
-        return self._loader(self._arrays["train"], shuffle=True)
+    def train_dataloader(self, generator: torch.Generator | None = None):
+        """Shuffled batches of ``(src, tgt_in, src_valid_len, label)``, a new order per call.
+
+        The order is drawn from ``generator``, or from torch's global random state when it
+        is ``None`` (as in d2l). Pass one seeded generator to every epoch's call to get
+        epochs that differ from each other but repeat from run to run; that is what
+        :func:`attnlib.training.train_seq2seq` does with its ``seed``.
+        """
+        return self._loader(self._arrays["train"], shuffle=True, generator=generator)
 
     def val_dataloader(self):
         if self._arrays["val"] is None:

@@ -163,7 +163,8 @@ def train_seq2seq(model: nn.Module, data, num_epochs: int, lr: float, *, grad_cl
 def _train(model, data, num_epochs, lr, grad_clip, device, seed, progress, plot) -> History:
     from tqdm.auto import trange
 
-    torch.manual_seed(seed)
+    torch.manual_seed(seed)  # dropout
+    shuffle = torch.Generator().manual_seed(seed)  # batch order: new every epoch, same every run
     model.to(device)
     pad = data.tgt_vocab.pad
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=device.type in ("cpu", "cuda"))
@@ -175,7 +176,7 @@ def _train(model, data, num_epochs, lr, grad_clip, device, seed, progress, plot)
         total = torch.zeros((), device=device)
         count = torch.zeros((), device=device, dtype=torch.long)
         start = time.perf_counter()
-        for batch in data.train_dataloader():
+        for batch in data.train_dataloader(generator=shuffle):
             src, tgt_in, src_valid_len, label = trim_batch(*batch, pad)
             src, tgt_in, label = src.to(device), tgt_in.to(device), label.to(device)
             logits = model(src, tgt_in, src_valid_len.to(device))  # (batch, steps, vocab)

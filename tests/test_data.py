@@ -317,11 +317,20 @@ def test_dataloaders(data):
     assert (tgt_in[:, 0] == data.tgt_vocab.bos).all()
     assert ((label == data.tgt_vocab.eos).sum(1) == 1).all()  # exactly one <eos> per label
     assert (src[torch.arange(64), valid - 1] == data.src_vocab.eos).all()
-    again = next(iter(data.train_dataloader()))
-    assert torch.equal(again[0], src)  # seeded shuffle
     val = next(iter(data.val_dataloader()))
     assert torch.equal(val[0], data.build(data.val[:64])[0])  # not shuffled
     assert next(iter(data.test_dataloader()))[0].shape[1] == data.num_steps
+
+
+def test_train_dataloader_shuffles_anew_each_epoch_and_repeats_per_seed(data):
+    def first_batches(seed, epochs=3):
+        g = torch.Generator().manual_seed(seed)
+        return [next(iter(data.train_dataloader(generator=g)))[0] for _ in range(epochs)]
+
+    a, b = first_batches(0), first_batches(0)
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))  # same seed, same epochs
+    assert not torch.equal(a[0], a[1]) and not torch.equal(a[1], a[2])  # epochs differ
+    assert not torch.equal(first_batches(1)[0], a[0])  # the seed matters
 
 
 def test_num_steps_too_small_and_truncate():

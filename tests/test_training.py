@@ -102,6 +102,29 @@ def test_training_is_reproducible_and_restores_threads(data):
     assert torch.get_num_threads() == threads
 
 
+class _Spy(TranslationData):
+    """TranslationData that remembers the first source batch of every epoch."""
+
+    def train_dataloader(self, generator=None):
+        for i, batch in enumerate(super().train_dataloader(generator)):
+            if i == 0:
+                self.firsts.append(batch[0])
+            yield batch
+
+
+def test_every_epoch_gets_a_new_batch_order_that_the_seed_fixes():
+    def firsts(seed):
+        spy = _Spy(batch_size=32, num_steps=24, num_pairs=300, seed=0)
+        spy.firsts = []
+        train_seq2seq(tiny_bahdanau(spy), spy, 3, 0.01, progress=False, seed=seed)
+        return spy.firsts
+
+    a, b, c = firsts(0), firsts(0), firsts(1)
+    assert len(a) == 3 and not torch.equal(a[0], a[1]) and not torch.equal(a[1], a[2])
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not torch.equal(a[0], c[0])
+
+
 def test_validation_loss_uses_the_causal_mask(data):
     """evaluate_loss equals the loss of decoding the references one token at a time."""
     model = tiny_transformer(data)
