@@ -39,7 +39,7 @@ from .metrics import (
     corpus_bleu,
     corpus_chrf,
 )
-from .multihead import MultiHeadAttention
+from .multihead import KVCache, MultiHeadAttention
 from .plotting import show_heatmaps
 from .pooling import KERNELS, NWKernelRegression, kernel_weights, leave_one_out, loo_cv_mse
 from .positional import (
@@ -88,7 +88,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AddNorm", "AdditiveAttention", "AttentionModule", "AttentionRecord", "CosineAttention",
     "DotAttention", "DotProductAttention", "GeneralAttention", "HardAttention", "KERNELS",
-    "LearnedPositionalEmbedding", "LocalAttention", "LocationAttention", "MultiHeadAttention",
+    "KVCache", "LearnedPositionalEmbedding", "LocalAttention", "LocationAttention", "MultiHeadAttention",
     "NWKernelRegression", "PositionWiseFFN", "PositionalEncoding", "RotaryEmbedding",
     "TransformerEncoderBlock", "best_device", "causal_mask", "kernel_weights", "leave_one_out",
     "loo_cv_mse", "make_mask",

@@ -20,6 +20,39 @@ from .recording import AttentionModule
 from .scoring import make_mask, scaled_dot_product
 
 
+class KVCache:
+    """Projected keys and values ``(batch, heads, n, head_dim)`` one attention layer keeps
+    between decoding steps, so that old positions are never projected again.
+
+    ``static=False`` (a decoder's self-attention): every call appends its new positions and
+    attends over all of them. ``static=True`` (encoder-decoder attention): the keys and values
+    are the encoder's outputs, the same at every step, projected on the first call only.
+    """
+
+    def __init__(self, static: bool = False) -> None:
+        self.static = static
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.k is None else self.k.shape[2]
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add new positions ``(batch, heads, new, head_dim)``; return all of them."""
+        if self.k is not None:
+            k = torch.cat((self.k, k), dim=2)  # (batch, heads, seen + new, head_dim)
+            v = torch.cat((self.v, v), dim=2)  # (batch, heads, seen + new, head_dim)
+        self.k, self.v = k, v
+        return k, v
+
+    def reorder(self, index: torch.Tensor) -> KVCache:
+        """A new cache holding batch rows ``index`` (beam search)."""
+        picked = KVCache(self.static)
+        if self.k is not None:
+            picked.k, picked.v = self.k[index], self.v[index]
+        return picked
+
+
 class MultiHeadAttention(AttentionModule):
     """Multi-head scaled dot-product attention with d2l's interface.
 
@@ -33,6 +66,9 @@ class MultiHeadAttention(AttentionModule):
     Uses the fused ``F.scaled_dot_product_attention`` unless the weights are
     being recorded; recorded weights are ``(batch, heads, queries, keys)``.
     ``rope``, if given, rotates queries and keys by their positions.
+
+    ``cache``, a :class:`KVCache`, keeps the projected keys and values between calls
+    (decoding one token at a time); the result equals one call on the whole sequence.
     """
 
     def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0,
@@ -61,20 +97,28 @@ class MultiHeadAttention(AttentionModule):
         X = X.transpose(1, 2)  # (batch, n, heads, head_dim)
         return X.reshape(X.shape[0], X.shape[1], -1)  # (batch, n, num_hiddens)
 
-    def forward(self, queries, keys, values, valid_lens=None, causal: bool = False):
+    def forward(self, queries, keys, values, valid_lens=None, causal: bool = False,
+                cache: KVCache | None = None):
         check_qkv(queries, keys, values)
         for name, x, layer in (("queries", queries, self.W_q), ("keys", keys, self.W_k),
                                ("values", values, self.W_v)):
             check_size(name, x.shape[-1], layer.in_features, x)
-        b, nq, nk = queries.shape[0], queries.shape[1], keys.shape[1]
+        q = self.transpose_qkv(self.W_q(queries))  # (batch, heads, queries, head_dim)
+        if cache is not None and cache.static and cache.k is not None:
+            k, v = cache.k, cache.v  # (batch, heads, keys, head_dim), projected on the first call
+        else:
+            k = self.transpose_qkv(self.W_k(keys))  # (batch, heads, new keys, head_dim)
+            v = self.transpose_qkv(self.W_v(values))  # (batch, heads, new keys, head_dim)
+            if self.rope is not None:
+                k = self.rope(k, offset=0 if cache is None else len(cache))
+            if cache is not None:
+                k, v = cache.append(k, v)  # (batch, heads, keys seen so far, head_dim)
+        b, nq, nk = queries.shape[0], queries.shape[1], k.shape[2]
+        if self.rope is not None:
+            q = self.rope(q, offset=nk - nq)  # the queries are the last nq positions
         mask = make_mask(valid_lens, b, nq, nk)  # (batch, 1 or queries, keys) or None
         if mask is not None:
             mask = mask.unsqueeze(1)  # (batch, 1, 1 or queries, keys): same for every head
-        q = self.transpose_qkv(self.W_q(queries))  # (batch, heads, queries, head_dim)
-        k = self.transpose_qkv(self.W_k(keys))  # (batch, heads, keys, head_dim)
-        v = self.transpose_qkv(self.W_v(values))  # (batch, heads, keys, head_dim)
-        if self.rope is not None:
-            q, k = self.rope(q, offset=nk - nq), self.rope(k)
         p = self.dropout if self.training else 0.0
         out, weights = scaled_dot_product(q, k, v, mask, causal, p,
                                           need_weights=self.recording)

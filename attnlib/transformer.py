@@ -16,7 +16,7 @@ import math
 import torch
 from torch import nn
 
-from .multihead import MultiHeadAttention
+from .multihead import KVCache, MultiHeadAttention
 from .positional import PositionalEncoding
 from .seq2seq import Decoder, Encoder, check_token_ids
 
@@ -88,10 +88,11 @@ class TransformerDecoderBlock(nn.Module):
 
     ``forward(X (batch, steps, num_hiddens), state) -> (Y (same shape), state)`` with d2l's
     ``state = [enc_outputs (batch, src_steps, num_hiddens), enc_valid_lens (batch,) or None,
-    cache]``. ``cache[i]`` holds every input this block (number ``i``) has seen so far,
-    ``(batch, steps so far, num_hiddens)``: the keys and values of its self-attention. Each
-    call appends ``X`` to it, so feeding one token per call (decoding) attends over the
-    whole prefix, and feeding the full target at once (training) is the same computation.
+    caches]``. ``caches[i]`` belongs to this block (number ``i``): a pair of :class:`KVCache`,
+    the projected keys and values of its self-attention (every target position so far) and of
+    its encoder-decoder attention (the source, projected once), or ``None`` to keep nothing.
+    Feeding one token per call (decoding) then attends over the whole prefix while computing
+    only the new position; feeding the full target at once (training) gives the same result.
 
     The causal mask is applied on every call, in training *and* evaluation: d2l 1.0 masks
     only in training, so its validation loss lets each position see the words it must
@@ -111,18 +112,14 @@ class TransformerDecoderBlock(nn.Module):
         self.addnorm3 = AddNorm(num_hiddens, dropout, pre_norm)
 
     def forward(self, X: torch.Tensor, state: list):
-        enc_outputs, enc_valid_lens, cache = state
-        past = cache[self.i]
-        key_values = X if past is None else torch.cat((past, X), dim=1)  # (batch, seen, num_hiddens)
-        cache[self.i] = key_values
-        if self.addnorm1.pre_norm:
-            key_values = self.addnorm1.ln(key_values)  # per position, so LN(cat) = cat(LN)
+        enc_outputs, enc_valid_lens, caches = state
+        self_cache, cross_cache = caches[self.i] or (None, None)
 
         def self_attend(x):
-            return self.attention1(x, key_values, key_values, causal=True)
+            return self.attention1(x, x, x, causal=True, cache=self_cache)
 
         def cross_attend(y):
-            return self.attention2(y, enc_outputs, enc_outputs, enc_valid_lens)
+            return self.attention2(y, enc_outputs, enc_outputs, enc_valid_lens, cache=cross_cache)
 
         Y = self.addnorm1.residual(X, self_attend)  # (batch, steps, num_hiddens)
         Z = self.addnorm2.residual(Y, cross_attend)  # (batch, steps, num_hiddens)
@@ -178,12 +175,12 @@ class TransformerEncoder(Encoder):
 class TransformerDecoder(Decoder):
     """Embedding, positions, ``num_blks`` :class:`TransformerDecoderBlock` s and a linear layer.
 
-    ``init_state(enc_outputs, enc_valid_lens) -> [enc_outputs, enc_valid_lens, cache]``;
+    ``init_state(enc_outputs, enc_valid_lens) -> [enc_outputs, enc_valid_lens, caches]``;
     ``forward(X (batch, steps), state) -> (logits (batch, steps, vocab_size), state)``.
-    The cache makes incremental decoding exact: feeding a prefix one token per call gives
-    the same logits as feeding it whole, because positions continue from the number of
-    tokens already cached (``PositionalEncoding(..., offset=)``) and each block attends
-    over everything it has seen. Start from a fresh ``init_state`` for every new prefix.
+    The key/value caches make incremental decoding exact: feeding a prefix one token per
+    call gives the same logits as feeding it whole, because positions continue from the
+    number of tokens already cached (``PositionalEncoding(..., offset=)``) and each block
+    attends over everything it has seen. Start from a fresh ``init_state`` for every new prefix.
     """
 
     def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
@@ -201,11 +198,11 @@ class TransformerDecoder(Decoder):
         self.dense = nn.Linear(num_hiddens, vocab_size)
 
     def init_state(self, enc_outputs: torch.Tensor, enc_valid_lens=None, *args) -> list:
-        return [enc_outputs, enc_valid_lens, [None] * self.num_blks]
+        caches = [(KVCache(), KVCache(static=True)) for _ in range(self.num_blks)]
+        return [enc_outputs, enc_valid_lens, caches]
 
     def forward(self, X: torch.Tensor, state: list):
-        cached = state[2][0]
-        offset = 0 if cached is None else cached.shape[1]  # tokens already decoded
+        offset = len(state[2][0][0]) if state[2][0] else 0  # tokens already decoded
         X = _embed(self.embedding, self.pos_encoding, X, offset)  # (batch, steps, num_hiddens)
         for blk in self.blks:
             X, state = blk(X, state)  # (batch, steps, num_hiddens)
@@ -213,9 +210,9 @@ class TransformerDecoder(Decoder):
 
     def reorder_state(self, state: list, index: torch.Tensor) -> list:
         """Pick batch rows ``index`` of every tensor in the state (beam search)."""
-        enc_outputs, lens, cache = state
+        enc_outputs, lens, caches = state
         return [enc_outputs[index], None if lens is None else lens[index],
-                [None if c is None else c[index] for c in cache]]
+                [None if c is None else (c[0].reorder(index), c[1].reorder(index)) for c in caches]]
 
     def cross_attentions(self) -> list[nn.Module]:
         return [blk.attention2 for blk in self.blks]

@@ -93,6 +93,37 @@ def test_causal_with_fewer_queries_sees_the_prefix():
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v))
 
 
+@pytest.mark.parametrize("rope", [False, True])
+@pytest.mark.parametrize("chunks", [[1] * 6, [2, 3, 1], [6]])
+def test_kv_cache_equals_one_call_on_the_whole_sequence(rope, chunks):
+    """Self-attention fed in chunks with a KVCache (decoding) == one causal call; RoPE included."""
+    torch.manual_seed(0)
+    mha = A.MultiHeadAttention(16, 4, rope=A.RotaryEmbedding(4) if rope else None).eval()
+    X = torch.randn(2, 6, 16)
+    full = mha(X, X, X, causal=True)
+    cache, outs, start = A.KVCache(), [], 0
+    for n in chunks:
+        x = X[:, start: start + n]
+        outs.append(mha(x, x, x, causal=True, cache=cache))
+        start += n
+    torch.testing.assert_close(torch.cat(outs, 1), full, atol=1e-6, rtol=1e-5)
+    assert cache.k.shape == (2, 4, 6, 4) and len(cache) == 6
+
+
+def test_static_kv_cache_projects_the_memory_once():
+    torch.manual_seed(0)
+    mha = A.MultiHeadAttention(16, 4).eval()
+    memory, lens = torch.randn(3, 5, 16), torch.tensor([5, 2, 4])
+    cache = A.KVCache(static=True)
+    first = mha(torch.randn(3, 1, 16), memory, memory, lens, cache=cache)
+    k = cache.k
+    q = torch.randn(3, 2, 16)
+    torch.testing.assert_close(mha(q, memory, memory, lens, cache=cache), mha(q, memory, memory, lens))
+    assert cache.k is k and first.shape == (3, 1, 16)  # reused, not re-projected or appended
+    picked = cache.reorder(torch.tensor([2, 2]))
+    assert picked.static and picked.k.shape == (2, 4, 5, 4) and torch.equal(picked.k[1], k[2])
+
+
 @pytest.mark.parametrize("train", [True, False])
 def test_causal_output_ignores_the_future(train):
     mha = A.MultiHeadAttention(16, 4, dropout=0.2).train(train)

@@ -60,7 +60,9 @@ def test_cache_gives_the_same_logits_as_the_whole_prefix(pre_norm):
         out, state = model.decoder(tgt[:, t: t + 1], state)
         steps.append(out)
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-4)
-    assert [c.shape for c in state[2]] == [(3, 6, D)] * BLKS  # every block cached 6 inputs
+    for self_cache, cross_cache in state[2]:  # projected keys and values, per head
+        assert self_cache.k.shape == self_cache.v.shape == (3, HEADS, 6, D // HEADS)  # 6 targets
+        assert cross_cache.k.shape == (3, HEADS, 7, D // HEADS)  # the 7 source positions
     # two tokens, then the remaining four at once: also the same
     state = model.encode(src, vl)
     a, state = model.decoder(tgt[:, :2], state)
@@ -78,12 +80,33 @@ def test_a_stale_state_changes_the_positions():
     assert not torch.allclose(first, second)
 
 
-def test_decoder_block_alone():
+def test_decoder_block_alone_with_and_without_a_cache():
     blk = TransformerDecoderBlock(D, FFN, HEADS, 0.0, 0).eval()
-    X, enc = torch.randn(2, 5, D), torch.randn(2, 4, D)
-    state = [enc, torch.tensor([4, 1]), [None]]
-    Y, state = blk(X, state)
-    assert Y.shape == (2, 5, D) and state[2][0] is X
+    X, enc, lens = torch.randn(2, 5, D), torch.randn(2, 4, D), torch.tensor([4, 1])
+    Y, state = blk(X, [enc, lens, [None]])  # d2l's call: nothing is kept
+    assert Y.shape == (2, 5, D) and state[2] == [None]
+    caches = [(A.KVCache(), A.KVCache(static=True))]
+    steps = [blk(X[:, t: t + 1], [enc, lens, caches])[0] for t in range(5)]
+    torch.testing.assert_close(torch.cat(steps, 1), Y, atol=1e-5, rtol=1e-4)
+    self_cache, cross_cache = caches[0]
+    assert len(self_cache) == 5 and len(cross_cache) == 4  # the source was projected once
+
+
+def test_the_cached_step_projects_only_the_new_position():
+    """With the cache, one decoding step runs W_k and W_v on one row, not on the whole prefix."""
+    model = make().eval()
+    src, tgt, vl = batch()
+    state = model.encode(src, vl)
+    _, state = model.decoder(tgt[:, :5], state)
+    rows = []
+    hooks = [blk.attention1.W_k.register_forward_hook(lambda m, i, o: rows.append(i[0].shape[1]))
+             for blk in model.decoder.blks]
+    hooks += [blk.attention2.W_k.register_forward_hook(lambda m, i, o: rows.append(-1))
+              for blk in model.decoder.blks]
+    model.decoder(tgt[:, 5:], state)
+    for h in hooks:
+        h.remove()
+    assert rows == [1] * BLKS  # self-attention: the new token only; cross: not at all
 
 
 def test_pre_norm_stacks_end_with_a_layer_norm():
