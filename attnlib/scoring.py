@@ -110,6 +110,8 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
     Either way a query with no visible key returns zeros, not NaN.
     """
     nq, nk = queries.shape[-2], keys.shape[-2]
+    if causal and nq == 1:
+        causal = False  # one new query (decoding with a cache) is the last position: it sees every key
     if causal and (mask is not None or nq != nk or need_weights):
         cm = causal_mask(nq, nk, queries.device)  # (queries, keys)
         mask = cm if mask is None else mask & cm
