@@ -33,6 +33,7 @@ from .device import best_device
 from .metrics import (
     alignment_accuracy,
     alignment_error_rate,
+    attention_alignment,
     bleu,
     corpus_alignment_accuracy,
     corpus_alignment_error_rate,
@@ -98,7 +99,7 @@ __all__ = [
 __all__ += [  # data and metrics (chapters 4-7)
     "Pair", "TranslationData", "Vocab", "generate_pairs", "length_buckets", "load_fra_eng",
     "novel_pair_fraction", "split_pairs", "truncate_pad",
-    "alignment_accuracy", "alignment_error_rate", "bleu", "corpus_alignment_accuracy",
+    "alignment_accuracy", "alignment_error_rate", "attention_alignment", "bleu", "corpus_alignment_accuracy",
     "corpus_alignment_error_rate", "corpus_bleu", "corpus_chrf",
 ]
 __all__ += [  # models, training and decoding (chapters 4, 5, 7)

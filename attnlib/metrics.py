@@ -9,6 +9,8 @@ metric                             what it is for
 :func:`alignment_accuracy`         share of target tokens whose most-attended source
                                    token is one of their gold sources
 :func:`alignment_error_rate`       Och & Ney's AER of the argmax links
+:func:`attention_alignment`        alignment accuracy of every cross-attention of a
+                                   trained model on a corpus
 =================================  ===================================================
 
 Sentences are strings of tokens joined by single spaces (``"j'ai perdu ."``), as the
@@ -27,6 +29,7 @@ import sacrebleu
 import torch
 
 from ._checks import check_tensor
+from .recording import record_attention
 
 
 def _check_sentence(name: str, s) -> list[str]:
@@ -169,3 +172,31 @@ def corpus_alignment_error_rate(weights_list: Sequence[torch.Tensor], pairs: Seq
     """:func:`alignment_error_rate` over a corpus, from link counts summed over sentences."""
     _, _, hits, n_pred, n_gold = _corpus_counts(weights_list, pairs)
     return 1 - 2 * hits / (n_pred + n_gold)
+
+
+def attention_alignment(model: torch.nn.Module, data, pairs: Sequence) -> dict[str, float]:
+    """Alignment accuracy (%) of each cross-attention module of ``model`` on ``pairs``.
+
+    The decoder is fed each pair's reference (teacher forcing), so row ``j`` of the weights
+    is the attention used to predict target token ``j``; heads are averaged. ``data`` (a
+    :class:`attnlib.data.TranslationData`) turns the pairs into tensors; pairs without a gold
+    alignment are skipped. Keys are module names: ``'decoder.attention'`` for the RNN
+    decoders, ``'decoder.blks.0.attention2'``, ... for the Transformer's layers.
+    """
+    pairs = [p for p in pairs if any(p.align)]
+    if not pairs:
+        raise ValueError("no pair has a gold alignment to score against")
+    cross = model.decoder.cross_attentions()
+    names = [name for name, module in model.named_modules() if module in cross]
+    src, tgt_in, valid_len, _ = data.build(pairs)
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    with torch.no_grad(), record_attention(model) as rec:
+        model(src.to(device), tgt_in.to(device), valid_len.to(device))
+    model.train(was_training)
+    scores = {}
+    for name in names:
+        weights = rec.stack(name).mean(dim=1).cpu()  # (pairs, target steps, source steps)
+        scores[name] = 100 * corpus_alignment_accuracy(list(weights), pairs)
+    return scores

@@ -27,31 +27,14 @@ import torch
 import attnlib
 from attnlib.data import D2L_SENTENCES, TranslationData, length_buckets
 from attnlib.decoding import translate
-from attnlib.metrics import bleu, corpus_alignment_accuracy, corpus_bleu, corpus_chrf
+from attnlib.metrics import attention_alignment, bleu, corpus_bleu, corpus_chrf
 from attnlib.presets import DATA_DEFAULTS, PRESETS, build_model, training_args
-from attnlib.recording import record_attention
-from attnlib.training import torch_threads, train_seq2seq
+from attnlib.training import train_seq2seq
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = {"no_attention": "no attention (GRU)", "bahdanau": "Bahdanau (additive)",
           "luong_dot": "Luong (dot)", "luong_general": "Luong (general)",
           "transformer": "Transformer (post-LN)", "transformer_pre_ln": "Transformer (pre-LN)"}
-
-
-def alignment(model, data, pairs) -> dict[str, float]:
-    """Teacher-forced alignment accuracy of each cross-attention (heads averaged)."""
-    src, tgt_in, valid, _ = data.build(pairs)
-    names = [n for n, m in model.named_modules() if m in model.decoder.cross_attentions()]
-    if not names:
-        return {}
-    model.eval()
-    with torch.no_grad(), torch_threads(1), record_attention(model) as rec:
-        model(src, tgt_in, valid)
-    out = {}
-    for name in names:
-        w = rec.stack(name).mean(dim=1)  # (batch, target steps, source steps), heads averaged
-        out[name] = 100 * corpus_alignment_accuracy([w[i] for i in range(len(pairs))], pairs)
-    return out
 
 
 def evaluate(model, data) -> dict:
@@ -69,10 +52,9 @@ def evaluate(model, data) -> dict:
     d2l = {" ".join(s): translate(model, data, [s])[0] for s, _, _ in D2L_SENTENCES}
     d2l_bleu = {s: bleu(h, " ".join(t), k=2) if h else 0.0
                 for (s, h), (_, t, _) in zip(d2l.items(), D2L_SENTENCES, strict=True)}
-    aligned = [p for p in test if any(p.align)]
     return {"bleu": corpus_bleu(hyps, refs), "chrf": corpus_chrf(hyps, refs),
             "exact": 100 * sum(h == r for h, r in zip(hyps, refs, strict=True)) / len(refs),
-            "bleu_by_length": by_len, "alignment": alignment(model, data, aligned),
+            "bleu_by_length": by_len, "alignment": attention_alignment(model, data, test),
             "decode_seconds": decode_s, "d2l_sentences": d2l, "d2l_bleu_k2": d2l_bleu}
 
 

@@ -11,6 +11,7 @@ from attnlib.data import Pair
 from attnlib.metrics import (
     alignment_accuracy,
     alignment_error_rate,
+    attention_alignment,
     bleu,
     corpus_alignment_accuracy,
     corpus_alignment_error_rate,
@@ -175,3 +176,27 @@ def test_alignment_errors():
         corpus_alignment_accuracy([w], [PAIR, PAIR])
     with pytest.raises(ValueError, match="no pairs"):
         corpus_alignment_error_rate([], [])
+
+
+def test_attention_alignment_scores_every_cross_attention_layer():
+    """Teacher-forced, heads averaged, one score per decoder layer; unaligned pairs are skipped."""
+    from attnlib import record_attention
+    from attnlib.data import TranslationData
+    from attnlib.presets import build_model
+
+    data = TranslationData(batch_size=16, num_steps=24, num_pairs=200, seed=0)
+    torch.manual_seed(0)
+    model = build_model("transformer", data, num_blks=2).train()
+    unaligned = Pair(data.test[0].src, data.test[0].tgt, ((),) * len(data.test[0].tgt))
+    scores = attention_alignment(model, data, [unaligned, *data.test])
+    assert list(scores) == ["decoder.blks.0.attention2", "decoder.blks.1.attention2"]
+    assert model.training  # the mode is restored
+    src, tgt_in, valid, _ = data.build(data.test)
+    model.eval()
+    with torch.no_grad(), record_attention(model) as rec:
+        model(src, tgt_in, valid)
+    for name, score in scores.items():
+        weights = rec.stack(name).mean(dim=1)  # (pairs, target steps, source steps)
+        assert score == pytest.approx(100 * corpus_alignment_accuracy(list(weights), data.test))
+    with pytest.raises(ValueError, match="no pair has a gold alignment"):
+        attention_alignment(model, data, [unaligned])
