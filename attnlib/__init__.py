@@ -39,6 +39,7 @@ from .metrics import (
     corpus_alignment_error_rate,
     corpus_bleu,
     corpus_chrf,
+    teacher_forced_attention,
 )
 from .multihead import KVCache, MultiHeadAttention
 from .plotting import show_heatmaps
@@ -100,7 +101,7 @@ __all__ += [  # data and metrics (chapters 4-7)
     "Pair", "TranslationData", "Vocab", "generate_pairs", "length_buckets", "load_fra_eng",
     "novel_pair_fraction", "split_pairs", "truncate_pad",
     "alignment_accuracy", "alignment_error_rate", "attention_alignment", "bleu", "corpus_alignment_accuracy",
-    "corpus_alignment_error_rate", "corpus_bleu", "corpus_chrf",
+    "corpus_alignment_error_rate", "corpus_bleu", "corpus_chrf", "teacher_forced_attention",
 ]
 __all__ += [  # models, training and decoding (chapters 4, 5, 7)
     "EncoderDecoder", "History", "LuongAttentionDecoder", "PRESETS", "Seq2Seq",

@@ -9,6 +9,8 @@ metric                             what it is for
 :func:`alignment_accuracy`         share of target tokens whose most-attended source
                                    token is one of their gold sources
 :func:`alignment_error_rate`       Och & Ney's AER of the argmax links
+:func:`teacher_forced_attention`   a trained model's cross-attention with the reference
+                                   fed to the decoder, one matrix per pair
 :func:`attention_alignment`        alignment accuracy of every cross-attention of a
                                    trained model on a corpus
 =================================  ===================================================
@@ -174,18 +176,15 @@ def corpus_alignment_error_rate(weights_list: Sequence[torch.Tensor], pairs: Seq
     return 1 - 2 * hits / (n_pred + n_gold)
 
 
-def attention_alignment(model: torch.nn.Module, data, pairs: Sequence) -> dict[str, float]:
-    """Alignment accuracy (%) of each cross-attention module of ``model`` on ``pairs``.
+def teacher_forced_attention(model: torch.nn.Module, data, pairs: Sequence) -> dict[str, list]:
+    """Each cross-attention's weights on ``pairs`` with the references fed to the decoder.
 
-    The decoder is fed each pair's reference (teacher forcing), so row ``j`` of the weights
-    is the attention used to predict target token ``j``; heads are averaged. ``data`` (a
-    :class:`attnlib.data.TranslationData`) turns the pairs into tensors; pairs without a gold
-    alignment are skipped. Keys are module names: ``'decoder.attention'`` for the RNN
-    decoders, ``'decoder.blks.0.attention2'``, ... for the Transformer's layers.
+    Teacher forcing makes row ``j`` of a pair's ``(target steps, source steps)`` matrix the
+    attention used to predict target token ``j``, which is what the gold alignment describes;
+    heads are averaged. ``data`` (a :class:`attnlib.data.TranslationData`) turns the pairs into
+    tensors. Returns one matrix per pair under each module name: ``'decoder.attention'`` for
+    the RNN decoders, ``'decoder.blks.0.attention2'``, ... for the Transformer's layers.
     """
-    pairs = [p for p in pairs if any(p.align)]
-    if not pairs:
-        raise ValueError("no pair has a gold alignment to score against")
     cross = model.decoder.cross_attentions()
     names = [name for name, module in model.named_modules() if module in cross]
     src, tgt_in, valid_len, _ = data.build(pairs)
@@ -195,8 +194,14 @@ def attention_alignment(model: torch.nn.Module, data, pairs: Sequence) -> dict[s
     with torch.no_grad(), record_attention(model) as rec:
         model(src.to(device), tgt_in.to(device), valid_len.to(device))
     model.train(was_training)
-    scores = {}
-    for name in names:
-        weights = rec.stack(name).mean(dim=1).cpu()  # (pairs, target steps, source steps)
-        scores[name] = 100 * corpus_alignment_accuracy(list(weights), pairs)
-    return scores
+    return {name: list(rec.stack(name).mean(dim=1).cpu()) for name in names}  # (tgt, src) each
+
+
+def attention_alignment(model: torch.nn.Module, data, pairs: Sequence) -> dict[str, float]:
+    """Alignment accuracy (%) of each cross-attention module of ``model`` on ``pairs``,
+    from :func:`teacher_forced_attention`; pairs without a gold alignment are skipped."""
+    pairs = [p for p in pairs if any(p.align)]
+    if not pairs:
+        raise ValueError("no pair has a gold alignment to score against")
+    return {name: 100 * corpus_alignment_accuracy(weights, pairs)
+            for name, weights in teacher_forced_attention(model, data, pairs).items()}

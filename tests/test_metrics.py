@@ -17,6 +17,7 @@ from attnlib.metrics import (
     corpus_alignment_error_rate,
     corpus_bleu,
     corpus_chrf,
+    teacher_forced_attention,
 )
 
 BLEU_CASES = [
@@ -195,8 +196,11 @@ def test_attention_alignment_scores_every_cross_attention_layer():
     model.eval()
     with torch.no_grad(), record_attention(model) as rec:
         model(src, tgt_in, valid)
+    forced = teacher_forced_attention(model, data, [unaligned, *data.test])  # one per pair
     for name, score in scores.items():
         weights = rec.stack(name).mean(dim=1)  # (pairs, target steps, source steps)
         assert score == pytest.approx(100 * corpus_alignment_accuracy(list(weights), data.test))
+        assert len(forced[name]) == len(data.test) + 1
+        torch.testing.assert_close(torch.stack(forced[name][1:]), weights)
     with pytest.raises(ValueError, match="no pair has a gold alignment"):
         attention_alignment(model, data, [unaligned])
