@@ -710,6 +710,10 @@ def _preprocess(text: str) -> str:
     return "".join(out)
 
 
+TATOEBA_FRA_ENG = Path(__file__).parent / "corpora" / "tatoeba_fra_eng" / "fra.txt"
+"""The real English-French pairs the book ships (Tatoeba, CC-BY 2.0 FR; see the README beside it)."""
+
+
 def load_fra_eng(path, max_pairs: int | None = None) -> list[Pair]:
     """Read d2l's tab-separated English / French file (``fra.txt``) from a local ``path``.
 
