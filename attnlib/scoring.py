@@ -300,10 +300,12 @@ class LocalAttention(DotProductAttention):
         return super().forward(queries, keys, values, mask, causal)  # (batch, queries, value_size)
 
 
-class HardAttention(DotProductAttention):
-    """Attend to exactly one key: the argmax of the scaled dot-product weights, or a sample.
+class HardAttention(DotAttention):
+    """Attend to exactly one key: the argmax of the dot-product weights, or a sample of them.
 
-    The output is the chosen value itself. Picking an index is not a
+    The score is the plain ``q . k`` (no ``1/sqrt(d)``: scaling never changes the
+    argmax, and a temperature belongs to the caller, who can divide the queries
+    by it). The output is the chosen value itself. Picking an index is not a
     differentiable operation, so no gradient reaches the queries or keys; this
     is why soft attention, an expectation over the same choice, is what gets
     trained by backpropagation. ``mode`` is ``"argmax"`` or ``"sample"``.

@@ -183,5 +183,5 @@ def test_hard_sampling_follows_the_soft_weights():
     gen = torch.Generator().manual_seed(1)
     hard = A.HardAttention("sample", gen)
     picks = torch.stack([hard(q, k, v)[0, 0] for _ in range(3000)]).mean(0)
-    soft = A.DotProductAttention()(q, k, v)[0, 0]
+    soft = A.DotAttention()(q, k, v)[0, 0]
     torch.testing.assert_close(picks, soft, atol=0.04, rtol=0)
