@@ -317,3 +317,34 @@ def test_known_contradictions_are_gone(path):
     text = "\n".join(source(c) for c in load(path)["cells"] if c["cell_type"] == "markdown")
     found = [why for pattern, why in rules if re.search(pattern, text)]
     assert not found, "\n".join(found)
+
+
+CONTROLS = {"IntSlider", "FloatSlider", "FloatLogSlider", "IntRangeSlider", "FloatRangeSlider",
+            "Dropdown", "ToggleButtons", "RadioButtons", "SelectionSlider", "Select", "Checkbox",
+            "ToggleButton", "Text", "BoundedIntText", "BoundedFloatText", "IntText", "FloatText"}
+
+
+def unreadable_controls(code: str) -> list[str]:
+    """Widget controls built with a description but without a ``style`` that sizes the label
+    to fit (ipywidgets cuts descriptions longer than its default width, e.g. 'temperat...')."""
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = getattr(node.func, "attr", getattr(node.func, "id", None))
+        keywords = {k.arg for k in node.keywords}
+        if name in CONTROLS and "description" in keywords and "style" not in keywords:
+            found.append(f"line {node.lineno}: {name} without style=")
+    return found
+
+
+def test_unreadable_control_detector():
+    assert len(unreadable_controls('widgets.FloatSlider(description="temperature")')) == 1
+    assert unreadable_controls('widgets.FloatSlider(description="t", style=LABEL)') == []
+
+
+@pytest.mark.parametrize("path", chapters())
+def test_widget_labels_sized_to_fit(path):
+    found = [f"cell {i}: {problem}" for i, cell in enumerate(load(path)["cells"])
+             if cell["cell_type"] == "code" for problem in unreadable_controls(source(cell))]
+    assert not found, "\n".join(found)
