@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - one bad call per line reads best as a table
 """A battery of bad calls, one per row: every public entry point of attnlib must answer bad
 input with a ``TypeError``/``ValueError`` whose message names the argument, what it got and
 what it expected; never a bare error from inside torch, never a silent wrong answer.
@@ -199,8 +200,8 @@ case("DotProductAttention-causal-more-queries", lambda: A.DotProductAttention()(
     torch.randn(1, 4, 4), torch.randn(1, 2, 4), torch.randn(1, 2, 4), causal=True), ValueError,
      r"causal attention needs at least as many keys")
 case("CosineAttention-beta-nan", lambda: A.CosineAttention(beta=NAN), ValueError,
-     r"beta must be a finite positive number, got nan")
-case("CosineAttention-beta-inf", lambda: A.CosineAttention(beta=INF), ValueError, r"beta must be a finite")
+     r"beta must be positive, got nan")
+case("CosineAttention-beta-inf", lambda: A.CosineAttention(beta=INF), ValueError, r"beta must be finite, got inf")
 case("GeneralAttention-sizes-zero", lambda: A.GeneralAttention(0, 4), ValueError,
      r"query_size must be a positive int, got 0")
 case("GeneralAttention-sizes-float", lambda: A.GeneralAttention(4.0, 4), TypeError,
@@ -295,7 +296,7 @@ case("LearnedPE-int-input", lambda: A.LearnedPositionalEmbedding(8)(torch.zeros(
 case("LearnedPE-max-len-float", lambda: A.LearnedPositionalEmbedding(8, max_len=4.5), TypeError,
      r"max_len must be an int")
 case("RotaryEmbedding-base-zero", lambda: A.RotaryEmbedding(4, base=0), ValueError,
-     r"base must be a finite number > 1, got 0")
+     r"base must be a finite number > 1.*got 0")
 case("RotaryEmbedding-base-neg", lambda: A.RotaryEmbedding(4, base=-10), ValueError, r"base must be a finite")
 case("RotaryEmbedding-base-nan", lambda: A.RotaryEmbedding(4, base=NAN), ValueError, r"base must be a finite")
 case("RotaryEmbedding-base-str", lambda: A.RotaryEmbedding(4, base="1e4"), TypeError,
@@ -317,7 +318,7 @@ case("kernel_weights-kernel", lambda: A.kernel_weights(torch.rand(3), torch.rand
 case("kernel_weights-width-neg", lambda: A.kernel_weights(torch.rand(3), torch.rand(4), width=-1.0), ValueError,
      r"width must be positive")
 case("kernel_weights-width-nan", lambda: A.kernel_weights(torch.rand(3), torch.rand(4), width=NAN), ValueError,
-     r"width must be a finite positive number, got nan")
+     r"width must be positive, got nan")
 case("kernel_weights-width-tensor-nan", lambda: A.kernel_weights(torch.rand(3), torch.rand(4),
                                                                  width=torch.tensor(NAN)), ValueError,
      r"width must be positive")
@@ -338,7 +339,7 @@ case("loo_cv_mse-zero-width", lambda: A.loo_cv_mse(torch.rand(4), torch.rand(4),
 case("loo_cv_mse-kernel", lambda: A.loo_cv_mse(torch.rand(4), torch.rand(4), kernel="x"), ValueError,
      r"kernel must be one of")
 case("NWKernelRegression-width-inf", lambda: A.NWKernelRegression(width=INF), ValueError,
-     r"width must be a finite positive number, got inf")
+     r"width must be finite, got inf")
 case("NWKernelRegression-values-shape", lambda: A.NWKernelRegression()(torch.rand(3), torch.rand(4),
                                                                       torch.rand(5)), ValueError,
      r"values must match keys")
@@ -348,7 +349,7 @@ case("NWKernelRegression-learnable-str", lambda: A.NWKernelRegression(learnable=
 # --- Transformer blocks --------------------------------------------------------------------------
 case("AddNorm-shapes", lambda: A.AddNorm(4)(torch.zeros(1, 2, 4), torch.zeros(1, 3, 4)), ValueError, r"same shape")
 case("AddNorm-norm-shape", lambda: A.AddNorm(4)(torch.zeros(1, 2, 6), torch.zeros(1, 2, 6)), ValueError,
-     r"X has last dim 6 .*norm_shape 4|X has shape \(1, 2, 6\)")
+     r"X has last dim 6.*expected 4")
 case("AddNorm-dropout", lambda: A.AddNorm(4, dropout=-1), ValueError, r"dropout must be a probability")
 case("AddNorm-list", lambda: A.AddNorm(4)([0.0] * 4, torch.zeros(4)), TypeError, r"X must be a torch.Tensor")
 case("PositionWiseFFN-size", lambda: A.PositionWiseFFN(16, 8)(torch.zeros(1, 2, 6)), ValueError,
@@ -400,7 +401,7 @@ case("TransformerDecoder-batch", lambda: dec_t()(torch.ones(3, 1, dtype=torch.lo
 # --- RNN encoder / decoders ----------------------------------------------------------------------
 enc_r = functools.partial(A.Seq2SeqEncoder, 20, 4, 8, 1)
 case("Seq2SeqEncoder-negative-len", lambda: enc_r()(src_ids(), torch.tensor([-1, 2])), ValueError,
-     r"valid_lens must lie in \[0, 4\].*-1")
+     r"valid_lens must lie in \[1, 4\].*-1")
 case("Seq2SeqEncoder-fractional-len", lambda: enc_r()(src_ids(), torch.tensor([2.7, 2.0])), ValueError,
      r"valid_lens must hold whole numbers")
 case("Seq2SeqEncoder-zero-len", lambda: enc_r()(src_ids(), torch.tensor([0, 2])), ValueError,
@@ -537,7 +538,7 @@ case("alignment_accuracy-1d", lambda: alignment_accuracy(torch.rand(3), pair()),
 case("alignment_accuracy-short", lambda: alignment_accuracy(torch.rand(1, 5), pair()), ValueError,
      r"weights has 1 rows but the gold target has 2 tokens")
 case("alignment_accuracy-pair-type", lambda: alignment_accuracy(torch.rand(3, 3), ("go", "va")), TypeError,
-     r"pair must be a Pair, got tuple")
+     r"pair must be a Pair.*got tuple")
 case("alignment_accuracy-int", lambda: alignment_accuracy(torch.ones(3, 3, dtype=torch.long), pair()), TypeError,
      r"weights must be a floating-point tensor")
 case("alignment_error_rate-nan", lambda: A.alignment_error_rate(torch.full((3, 3), NAN), pair()), ValueError,
@@ -584,10 +585,10 @@ case("show_heatmaps-figsize", lambda: A.show_heatmaps(torch.rand(2, 2), figsize=
 case("train-grad-clip-neg", lambda: train(grad_clip=-1.0), ValueError,
      r"grad_clip must be a positive number or None, got -1.0")
 case("train-grad-clip-nan", lambda: train(grad_clip=NAN), ValueError, r"grad_clip must be a positive number")
-case("train-lr-inf", lambda: train(lr=INF), ValueError, r"lr must be a finite positive number, got inf")
-case("train-lr-nan", lambda: train(lr=NAN), ValueError, r"lr must be a finite positive number, got nan")
+case("train-lr-inf", lambda: train(lr=INF), ValueError, r"lr must be finite, got inf")
+case("train-lr-nan", lambda: train(lr=NAN), ValueError, r"lr must be positive, got nan")
 case("train-lr-none", lambda: train(lr=None), TypeError, r"lr must be a number, got NoneType")
-case("train-lr-zero", lambda: train(lr=0.0), ValueError, r"lr must be a finite positive number, got 0.0")
+case("train-lr-zero", lambda: train(lr=0.0), ValueError, r"lr must be positive, got 0.0")
 case("train-epochs-zero", lambda: train(num_epochs=0), ValueError, r"num_epochs must be a positive int")
 case("train-epochs-float", lambda: train(num_epochs=2.0), ValueError, r"num_epochs must be a positive int")
 case("train-data-none", lambda: A.train_seq2seq(bahdanau(), None, 1, 0.01, progress=False), TypeError,
@@ -596,7 +597,7 @@ case("train-model-str", lambda: A.train_seq2seq("model", data(), 1, 0.01, progre
      r"model must be an EncoderDecoder")
 case("train-device-bogus", lambda: train(device="bogus"), ValueError, r"device must name a torch device.*'bogus'")
 case("train-cpu-threads-zero", lambda: train(cpu_threads=0), ValueError,
-     r"cpu_threads must be a positive int or None, got 0")
+     r"cpu_threads must be a positive int.*got 0")
 case("train-seed-str", lambda: train(seed="0"), TypeError, r"seed must be an int, got str")
 case("train-other-vocab", lambda: A.train_seq2seq(other_vocab_model(), data(), 1, 0.01, progress=False),
      ValueError, r"vocabulary of 7 tokens")
@@ -617,7 +618,7 @@ case("build_model-data", lambda: A.build_model("bahdanau", None), TypeError, r"d
 case("build_model-bad-size", lambda: A.build_model("transformer", data(), num_heads=3), ValueError, r"divisible")
 case("training_args-name", lambda: A.training_args("nope"), ValueError, r"unknown preset 'nope'")
 case("training_args-lr", lambda: A.training_args("bahdanau", lr=-1), ValueError,
-     r"lr must be a finite positive number, got -1")
+     r"lr must be positive, got -1")
 case("record_attention-not-module", lambda: A.record_attention("model").__enter__(), TypeError,
      r"model must be an nn.Module")
 case("record_attention-no-attention", lambda: A.record_attention(torch.nn.Linear(2, 2)).__enter__(), ValueError,
