@@ -179,9 +179,11 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
     ``F.scaled_dot_product_attention``, which never builds the ``q x k`` matrix.
     With it, the same computation runs step by step and keeps the weights (scores
     and softmax in float32 for half-precision inputs, as the fused kernels do).
-    Both paths follow one rule: a query with no visible key returns zeros, not NaN,
-    and a key/value position that the mask hides from every query is ignored, even
-    when it holds NaN or inf; non-finite numbers that some query sees propagate.
+    Both paths follow one rule for NaN and inf (the library contract): a query with no
+    visible key returns zeros; a key/value position that the mask hides from every query
+    is ignored, even when it holds NaN or inf (padding garbage never leaks); a query
+    holding NaN or inf returns NaN; NaN or inf in a key or value that the query sees
+    makes its output NaN.
     """
     _check_sdp(queries, keys, values, mask, causal, dropout_p, scale)
     return attend(queries, keys, values, mask, causal, dropout_p, need_weights, scale)
@@ -201,13 +203,16 @@ def attend(queries, keys, values, mask=None, causal=False, dropout_p=0.0, need_w
         mask = cm if mask is None else mask & cm
         causal = False
     if not need_weights:
+        # Some fused kernels return zeros for a query holding NaN; the rule is NaN, as on the
+        # weights path: adding 0 * sum(query) costs O(q d) and turns such a row into NaN.
+        poison = queries.sum(dim=-1, keepdim=True) * 0  # (..., q, 1): 0, or NaN for a NaN/inf query
         if mask is None:
             return F.scaled_dot_product_attention(
-                queries, keys, values, dropout_p=dropout_p, is_causal=causal, scale=scale), None
+                queries, keys, values, dropout_p=dropout_p, is_causal=causal, scale=scale) + poison, None
         empty = ~mask.any(dim=-1, keepdim=True)  # (..., q, 1): rows with nothing to see
         out = F.scaled_dot_product_attention(
             queries, keys, values, attn_mask=mask | empty, dropout_p=dropout_p, scale=scale)
-        return out.masked_fill(empty, 0.0), None  # (..., q, d_v)
+        return (out + poison).masked_fill(empty, 0.0), None  # (..., q, d_v)
     dtype = queries.dtype
     wide = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
