@@ -68,6 +68,18 @@ def module_device(module: torch.nn.Module) -> torch.device | None:
     return None
 
 
+def check_module_input(module: torch.nn.Module, name: str, x: torch.Tensor) -> None:
+    """``x`` on the module's device, in its parameters' dtype (autocast converts by itself)."""
+    p = next(module.parameters(), None)
+    if p is None:
+        return
+    check_device(name, x, p.device, "the module")
+    if x.dtype != p.dtype and not (x.device.type in ("cpu", "cuda", "mps")
+                                   and torch.is_autocast_enabled(x.device.type)):
+        raise TypeError(f"{name} has dtype {x.dtype} but the module's parameters are {p.dtype}: "
+                        f"convert one of them (module.to({x.dtype}))")
+
+
 def check_qkv(queries, keys, values, *, same_dim: bool = False) -> None:
     """Check ``(batch, queries, d_q)``, ``(batch, keys, d_k)``, ``(batch, keys, d_v)``."""
     check_tensor("queries", queries, 3, "(batch, queries, query_size)")
@@ -159,10 +171,17 @@ def check_values(ok: torch.Tensor, message) -> None:
 
 
 def check_lengths(name: str, lens: torch.Tensor, low: int, high: int) -> None:
-    """Whole numbers in ``[low, high]`` (valid lengths), checked as :func:`check_values` does."""
+    """Whole numbers in ``[low, high]`` (valid lengths). On the CPU the few numbers are read
+    in Python (cheaper than tensor ops at these sizes); elsewhere as :func:`check_values`."""
     if lens.numel() == 0:
         return
+    if lens.device.type == "cpu":
+        values = lens.flatten().tolist()
+        if lens.is_floating_point() and not all(math.isfinite(x) and x == int(x) for x in values):
+            raise ValueError(f"{name} must hold whole numbers, got {lens.tolist()}")
+        if min(values) < low or max(values) > high:
+            raise ValueError(f"{name} must lie in [{low}, {high}], got {lens.tolist()}")
+        return
     if lens.is_floating_point():
-        check_values(lens == lens.round(), lambda: f"{name} must hold whole numbers, got {lens.tolist()}")
-    check_values((lens >= low) & (lens <= high),
-                 lambda: f"{name} must lie in [{low}, {high}], got {lens.tolist()}")
+        check_values(lens == lens.round(), lambda: f"{name} must hold whole numbers")
+    check_values((lens >= low) & (lens <= high), lambda: f"{name} must lie in [{low}, {high}]")

@@ -16,8 +16,8 @@ from torch import nn
 
 from ._checks import (
     check_bool,
-    check_device,
     check_int,
+    check_module_input,
     check_probability,
     check_qkv,
     check_size,
@@ -164,11 +164,7 @@ class MultiHeadAttention(AttentionModule):
         for name, x, layer in (("queries", queries, self.W_q), ("keys", keys, self.W_k),
                                ("values", values, self.W_v)):
             check_size(name, x.shape[-1], layer.in_features, x)
-        weight = self.W_q.weight
-        check_device("queries", queries, weight.device, "the module")
-        if queries.dtype != weight.dtype and not torch.is_autocast_enabled(queries.device.type):
-            raise TypeError(f"queries has dtype {queries.dtype} but the module's parameters are "
-                            f"{weight.dtype}: convert one of them (module.to({queries.dtype}))")
+        check_module_input(self, "queries", queries)
         check_bool("causal", causal)
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")

@@ -35,6 +35,7 @@ from ._checks import (
     check_float,
     check_int,
     check_lengths,
+    check_module_input,
     check_nonempty,
     check_number,
     check_positive,
@@ -194,8 +195,9 @@ def attend(queries, keys, values, mask=None, causal=False, dropout_p=0.0, need_w
     """:func:`scaled_dot_product` without its checks (callers that checked already)."""
     nq, nk = queries.shape[-2], keys.shape[-2]
     if mask is not None:  # zero the keys and values that no query may see: padding garbage stays out
-        unseen = ~mask.any(dim=-2).unsqueeze(-1)  # (..., keys, 1)
-        keys, values = keys.masked_fill(unseen, 0.0), values.masked_fill(unseen, 0.0)
+        seen = mask.squeeze(-2) if mask.shape[-2] == 1 else mask.any(dim=-2)  # (..., keys)
+        seen = seen.unsqueeze(-1)  # (..., keys, 1)
+        keys, values = torch.where(seen, keys, 0.0), torch.where(seen, values, 0.0)
     if causal and nq == 1:
         causal = False  # one new query (decoding with a cache) is the last position: it sees every key
     if causal and (mask is not None or nq != nk or need_weights):
@@ -240,6 +242,7 @@ class _ScoredAttention(AttentionModule):
 
     def forward(self, queries, keys, values, valid_lens=None):
         check_qkv(queries, keys, values, same_dim=self.same_dim)
+        check_module_input(self, "queries", queries)
         mask = make_mask(valid_lens, queries.shape[0], queries.shape[1], keys.shape[1], queries.device)
         scores = self.score(queries, keys)  # (batch, queries, keys)
         return self.attend(scores, mask, values)

@@ -220,6 +220,10 @@ case("AdditiveAttention-key-size", lambda: A.AdditiveAttention(8, key_size=3)(q,
      r"keys has last dim 4")
 case("LocalAttention-window-float", lambda: A.LocalAttention(1.5), ValueError, r"window must be a non-negative int")
 case("LocalAttention-window-bool", lambda: A.LocalAttention(True), ValueError, r"window must be a non-negative int")
+for name, make in (("GeneralAttention", lambda: A.GeneralAttention(4, 4)), ("AdditiveAttention", lambda: A.AdditiveAttention(8)),
+                   ("LocationAttention", lambda: A.LocationAttention(4, 5))):
+    case(f"{name}-float64-module-float32", lambda m=make: m()(q.double(), k.double(), v.double()), TypeError,
+         r"queries has dtype torch.float64 but the module's parameters are torch.float32")
 case("HardAttention-mode", lambda: A.HardAttention("max"), ValueError, r"mode must be 'argmax' or 'sample'")
 
 # --- MultiHeadAttention and KVCache --------------------------------------------------------------
