@@ -100,20 +100,7 @@ class MultiHeadAttention(AttentionModule):
                  key_size: int | None = None, value_size: int | None = None,
                  rope: RotaryEmbedding | None = None) -> None:
         super().__init__()
-        check_int("num_hiddens", num_hiddens)
-        check_int("num_heads", num_heads)
-        if num_hiddens % num_heads:
-            raise ValueError(f"num_hiddens ({num_hiddens}) must be divisible by "
-                             f"num_heads ({num_heads})")
-        check_probability("dropout", dropout)
-        for name, size in (("query_size", query_size), ("key_size", key_size), ("value_size", value_size)):
-            if size is not None:
-                check_int(name, size)
-        if rope is not None and not isinstance(rope, RotaryEmbedding):
-            raise TypeError(f"rope must be a RotaryEmbedding or None, got {type(rope).__name__}")
-        if rope is not None and rope.dim != num_hiddens // num_heads:
-            raise ValueError(f"rope.dim ({rope.dim}) must equal the head size num_hiddens / "
-                             f"num_heads = {num_hiddens // num_heads}")
+        check_config(num_hiddens, num_heads, dropout, (query_size, key_size, value_size), rope)
         self.num_hiddens, self.num_heads, self.dropout = num_hiddens, num_heads, dropout
         self.W_q = nn.Linear(query_size or num_hiddens, num_hiddens, bias=bias)
         self.W_k = nn.Linear(key_size or num_hiddens, num_hiddens, bias=bias)
@@ -133,7 +120,7 @@ class MultiHeadAttention(AttentionModule):
 
     def forward(self, queries, keys, values, valid_lens=None, causal: bool = False,
                 cache: KVCache | None = None):
-        self.check_inputs(queries, keys, values, causal, cache)
+        check_inputs(self, queries, keys, values, causal, cache)
         q = self.transpose_qkv(self.W_q(queries))  # (batch, heads, queries, head_dim)
         if cache is not None and cache.static and cache.k is not None:
             k, v = cache.k, cache.v  # (batch, heads, keys, head_dim), projected on the first call
@@ -158,16 +145,34 @@ class MultiHeadAttention(AttentionModule):
         self._keep(weights)  # (batch, heads, queries, keys), only while recording
         return self.W_o(self.transpose_output(out))  # (batch, queries, num_hiddens)
 
-    def check_inputs(self, queries, keys, values, causal, cache) -> None:
-        """Shapes, dtypes and devices against the module's sizes and parameters (metadata only)."""
-        check_qkv(queries, keys, values)
-        for name, x, layer in (("queries", queries, self.W_q), ("keys", keys, self.W_k),
-                               ("values", values, self.W_v)):
-            check_size(name, x.shape[-1], layer.in_features, x)
-        check_module_input(self, "queries", queries)
-        check_bool("causal", causal)
-        if cache is not None and not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
-        if cache is not None and cache.k is not None and cache.k.shape[0] != queries.shape[0]:
-            raise ValueError(f"this cache holds keys for batch size {cache.k.shape[0]}, but queries "
-                             f"has batch size {queries.shape[0]}: use a new KVCache per batch")
+
+def check_config(num_hiddens, num_heads, dropout, sizes, rope) -> None:
+    """The arguments of :class:`MultiHeadAttention` (``sizes``: query, key, value sizes)."""
+    check_int("num_hiddens", num_hiddens)
+    check_int("num_heads", num_heads)
+    if num_hiddens % num_heads:
+        raise ValueError(f"num_hiddens ({num_hiddens}) must be divisible by num_heads ({num_heads})")
+    check_probability("dropout", dropout)
+    for name, size in zip(("query_size", "key_size", "value_size"), sizes, strict=True):
+        if size is not None:
+            check_int(name, size)
+    if rope is not None and not isinstance(rope, RotaryEmbedding):
+        raise TypeError(f"rope must be a RotaryEmbedding or None, got {type(rope).__name__}")
+    if rope is not None and rope.dim != num_hiddens // num_heads:
+        raise ValueError(f"rope.dim ({rope.dim}) must equal the head size num_hiddens / "
+                         f"num_heads = {num_hiddens // num_heads}")
+
+
+def check_inputs(mha: MultiHeadAttention, queries, keys, values, causal, cache) -> None:
+    """Shapes, dtypes and devices against the module's sizes and parameters (metadata only)."""
+    check_qkv(queries, keys, values)
+    for name, x, layer in (("queries", queries, mha.W_q), ("keys", keys, mha.W_k),
+                           ("values", values, mha.W_v)):
+        check_size(name, x.shape[-1], layer.in_features, x)
+    check_module_input(mha, "queries", queries)
+    check_bool("causal", causal)
+    if cache is not None and not isinstance(cache, KVCache):
+        raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
+    if cache is not None and cache.k is not None and cache.k.shape[0] != queries.shape[0]:
+        raise ValueError(f"this cache holds keys for batch size {cache.k.shape[0]}, but queries "
+                         f"has batch size {queries.shape[0]}: use a new KVCache per batch")

@@ -58,10 +58,10 @@ class AddNorm(nn.Module):
 
     def forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
         check_features("X", X, self.ln.normalized_shape[-1])
-        check_features("Y", Y, self.ln.normalized_shape[-1])
-        if X.shape != Y.shape:
+        if not isinstance(Y, torch.Tensor) or X.shape != Y.shape:
+            shape = tuple(Y.shape) if isinstance(Y, torch.Tensor) else type(Y).__name__
             raise ValueError(f"AddNorm needs X and Y of the same shape, got {tuple(X.shape)} "
-                             f"and {tuple(Y.shape)}")
+                             f"and {shape}")
         return self.ln(self.dropout(Y) + X)
 
     def residual(self, X: torch.Tensor, sublayer) -> torch.Tensor:
