@@ -664,12 +664,13 @@ class TranslationData:
                 "truncate=True")
         return truncate_pad(ids, width, vocab.pad)
 
-    def build(self, pairs: Sequence) -> tuple[torch.Tensor, ...]:
+    def build(self, pairs: Sequence, device=None) -> tuple[torch.Tensor, ...]:
         """Pairs (or ``(src, tgt)`` token sequences / strings) -> ``(src, tgt_in, src_valid_len, label)``.
 
         ``src`` ``(n, num_steps)``: ids + ``<eos>``, padded; ``tgt = <bos> + ids + <eos>``
         padded to ``num_steps + 1``; ``tgt_in = tgt[:, :-1]``, ``label = tgt[:, 1:]``, both
-        ``(n, num_steps)``; ``src_valid_len`` ``(n,)``: non-pad tokens of ``src``.
+        ``(n, num_steps)``; ``src_valid_len`` ``(n,)``: non-pad tokens of ``src``. On the CPU,
+        or on ``device`` (a model's) when given.
         """
         if len(pairs) == 0:
             raise ValueError("build needs at least one pair")
@@ -681,7 +682,7 @@ class TranslationData:
         src = torch.tensor(srcs, dtype=torch.int64)                       # (n, num_steps)
         tgt = torch.tensor(tgts, dtype=torch.int64)                       # (n, num_steps + 1)
         valid_len = (src != self.src_vocab.pad).sum(dim=1)                # (n,)
-        return src, tgt[:, :-1], valid_len, tgt[:, 1:]
+        return tuple(t.to(device) for t in (src, tgt[:, :-1], valid_len, tgt[:, 1:]))
 
     def _loader(self, arrays, shuffle: bool, generator=None):
         return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*arrays),
@@ -706,14 +707,15 @@ class TranslationData:
     def test_dataloader(self):
         return self._loader(self.build(self.test), shuffle=False)
 
-    def encode_src(self, sentence) -> tuple[torch.Tensor, torch.Tensor]:
+    def encode_src(self, sentence, device=None) -> tuple[torch.Tensor, torch.Tensor]:
         """One source sentence (a string split on spaces, or tokens) -> ``src`` ``(1, num_steps)``
-        and ``src_valid_len`` ``(1,)``. Tokens not in ``src_vocab`` become ``<unk>``."""
+        and ``src_valid_len`` ``(1,)``, on ``device`` (a model's) or the CPU. Tokens not in
+        ``src_vocab`` become ``<unk>``."""
         if not isinstance(sentence, (str, Sequence)):
             raise TypeError("sentence must be a string or a sequence of tokens, got "
                             f"{type(sentence).__name__}")
         ids = self._ids(_tokens(sentence), self.src_vocab, "source")
-        src = torch.tensor([ids], dtype=torch.int64)                      # (1, num_steps)
+        src = torch.tensor([ids], dtype=torch.int64, device=device)       # (1, num_steps)
         return src, (src != self.src_vocab.pad).sum(dim=1)                # (1,)
 
     def is_seen(self, src_tokens) -> bool:

@@ -209,12 +209,11 @@ def teacher_forced_attention(model: torch.nn.Module, data, pairs: Sequence) -> d
         raise ValueError(f"the model's decoder ({type(model.decoder).__name__}) has no "
                          "cross-attention to record")
     names = [name for name, module in model.named_modules() if module in cross]
-    src, tgt_in, valid_len, _ = data.build(pairs)
+    src, tgt_in, valid_len, _ = data.build(pairs, module_device(model))
     was_training = model.training
     model.eval()
-    device = module_device(model)
     with torch.no_grad(), record_attention(model) as rec:
-        model(src.to(device), tgt_in.to(device), valid_len.to(device))
+        model(src, tgt_in, valid_len)
     model.train(was_training)
     return {name: list(rec.stack(name).mean(dim=1).cpu()) for name in names}  # (tgt, src) each
 

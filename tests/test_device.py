@@ -145,6 +145,13 @@ def test_decoding_that_forgets_to_move_its_input_fails(monkeypatch):
         A.greedy_decode(m, data(), "go .", max_len=2)
 
 
+def test_the_data_builds_model_inputs_on_a_given_device():
+    src, valid = data().encode_src("go .", device=META)
+    assert src.device == valid.device == META
+    assert all(t.device == META for t in data().build(data().test[:2], device=META))
+    assert all(t.device.type == "cpu" for t in data().build(data().test[:2]))
+
+
 def test_inputs_on_another_device_name_both_devices():
     mha = A.MultiHeadAttention(8, 2).to(META)
     X = torch.randn(2, 3, 8)
