@@ -26,7 +26,7 @@ from ._checks import (
 )
 from .positional import RotaryEmbedding
 from .recording import AttentionModule
-from .scoring import attend, make_mask
+from .scoring import make_mask, scaled_dot_product
 
 
 class KVCache:
@@ -141,7 +141,8 @@ class MultiHeadAttention(AttentionModule):
         if mask is not None:
             mask = mask.unsqueeze(1)  # (batch, 1, 1 or queries, keys): same for every head
         p = self.dropout if self.training else 0.0
-        out, weights = attend(q, k, v, mask, causal, p, need_weights=self.recording)
+        out, weights = scaled_dot_product(q, k, v, mask, causal, p, need_weights=self.recording,
+                                          check=False)
         self._keep(weights)  # (batch, heads, queries, keys), only while recording
         return self.W_o(self.transpose_output(out))  # (batch, queries, num_hiddens)
 

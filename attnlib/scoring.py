@@ -169,7 +169,7 @@ def _check_sdp(queries, keys, values, mask, causal, dropout_p, scale) -> None:
 
 
 def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p=0.0,
-                       need_weights=False, scale=None):
+                       need_weights=False, scale=None, *, check: bool = True):
     """Scaled dot-product attention over any leading dims (``(batch, heads, ...)``).
 
     Shapes: queries ``(..., q, d)``, keys ``(..., k, d)``, values ``(..., k, d_v)``;
@@ -182,17 +182,12 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
     and softmax in float32 for half-precision inputs, as the fused kernels do).
     Both paths follow one rule for NaN and inf (the library contract): a query with no
     visible key returns zeros; a key/value position that the mask hides from every query
-    is ignored, even when it holds NaN or inf (padding garbage never leaks); a query
-    holding NaN or inf returns NaN; NaN or inf in a key or value that the query sees
-    makes its output NaN.
+    is ignored, even when it holds NaN or inf; a query holding NaN or inf returns NaN;
+    NaN or inf in a key or value that the query sees makes its output NaN.
+    ``check=False`` skips the argument checks (for callers that made them already).
     """
-    _check_sdp(queries, keys, values, mask, causal, dropout_p, scale)
-    return attend(queries, keys, values, mask, causal, dropout_p, need_weights, scale)
-
-
-def attend(queries, keys, values, mask=None, causal=False, dropout_p=0.0, need_weights=False,
-           scale=None):
-    """:func:`scaled_dot_product` without its checks (callers that checked already)."""
+    if check:
+        _check_sdp(queries, keys, values, mask, causal, dropout_p, scale)
     nq, nk = queries.shape[-2], keys.shape[-2]
     if mask is not None:  # zero the keys and values that no query may see: padding garbage stays out
         seen = mask.squeeze(-2) if mask.shape[-2] == 1 else mask.any(dim=-2)  # (..., keys)
@@ -281,7 +276,8 @@ class DotProductAttention(_ScoredAttention):
         mask = make_mask(valid_lens, queries.shape[0], queries.shape[1], keys.shape[1], queries.device)
         check_causal(causal, queries.shape[1], keys.shape[1])
         p = self.dropout.p if self.training else 0.0
-        out, weights = attend(queries, keys, values, mask, causal, p, need_weights=self.recording)
+        out, weights = scaled_dot_product(queries, keys, values, mask, causal, p,
+                                          need_weights=self.recording, check=False)
         self._keep(weights)
         return out  # (batch, queries, value_size)
 
