@@ -43,6 +43,8 @@ from pathlib import Path
 
 import torch
 
+from ._checks import check_int
+
 # ----------------------------------------------------------------------------- pairs
 
 
@@ -549,6 +551,12 @@ class Vocab:
 
     def __init__(self, tokens: Iterable = (), min_freq: int = 0,
                  reserved_tokens: Sequence[str] | None = None):
+        check_int("min_freq", min_freq, minimum=0)
+        for name, x in (("tokens", tokens), ("reserved_tokens", reserved_tokens)):
+            if isinstance(x, str):
+                what = "a list of tokens or of token lists" if name == "tokens" else "a list of strings"
+                raise TypeError(f"{name} must be {what}, not a string: split it first, e.g. "
+                                f"{x!r}.split()")
         tokens = list(tokens)
         if tokens and not isinstance(tokens[0], str):  # a list of sentences: flatten
             tokens = [t for line in tokens for t in line]
@@ -570,10 +578,15 @@ class Vocab:
     def to_tokens(self, indices):
         """An index -> its token; a list / 1-D tensor of indices -> a list of tokens."""
         if isinstance(indices, torch.Tensor):
+            if indices.dim() > 1:
+                raise ValueError(f"indices must be an int or a 1-D tensor, got a tensor of shape "
+                                 f"{tuple(indices.shape)}")
             indices = indices.tolist()
         if isinstance(indices, (list, tuple)):
             return [self.to_tokens(i) for i in indices]
-        if not 0 <= int(indices) < len(self):
+        if not isinstance(indices, int) or isinstance(indices, bool):
+            raise TypeError(f"indices must be ints, got {type(indices).__name__} {indices!r}")
+        if not 0 <= indices < len(self):
             raise ValueError(f"index {indices} out of range for a vocabulary of {len(self)} tokens")
         return self.idx_to_token[int(indices)]
 
@@ -592,6 +605,9 @@ def truncate_pad(ids: Sequence[int], num_steps: int, pad: int) -> list[int]:
     """Cut ``ids`` to ``num_steps`` or pad it with ``pad`` up to ``num_steps`` (d2l)."""
     if not isinstance(num_steps, int) or num_steps < 1:
         raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+    check_int("pad", pad, minimum=0)
+    if isinstance(ids, str):
+        raise TypeError(f"ids must be a sequence of ints, not a string, got {ids!r}")
     ids = list(ids)
     return ids[:num_steps] + [pad] * (num_steps - len(ids))
 
@@ -625,6 +641,9 @@ class TranslationData:
         if not isinstance(num_steps, int) or num_steps < 2:
             raise ValueError(f"num_steps must be an int >= 2, got {num_steps!r}")
         self.batch_size, self.num_steps, self.seed, self.truncate = batch_size, num_steps, seed, truncate
+        if pairs is not None and (isinstance(pairs, str) or not all(isinstance(p, Pair) for p in pairs)):
+            raise TypeError(f"pairs must be a list of Pair (from generate_pairs or load_fra_eng), "
+                            f"got {type(pairs).__name__}")
         pairs = generate_pairs(num_pairs, seed) if pairs is None else list(pairs)
         self.train, self.val, self.test = split_pairs(pairs, val_frac, test_frac, seed)
         self.src_vocab = Vocab([p.src for p in self.train], min_freq=min_freq)
@@ -645,12 +664,13 @@ class TranslationData:
                 "truncate=True")
         return truncate_pad(ids, width, vocab.pad)
 
-    def build(self, pairs: Sequence) -> tuple[torch.Tensor, ...]:
+    def build(self, pairs: Sequence, device=None) -> tuple[torch.Tensor, ...]:
         """Pairs (or ``(src, tgt)`` token sequences / strings) -> ``(src, tgt_in, src_valid_len, label)``.
 
         ``src`` ``(n, num_steps)``: ids + ``<eos>``, padded; ``tgt = <bos> + ids + <eos>``
         padded to ``num_steps + 1``; ``tgt_in = tgt[:, :-1]``, ``label = tgt[:, 1:]``, both
-        ``(n, num_steps)``; ``src_valid_len`` ``(n,)``: non-pad tokens of ``src``.
+        ``(n, num_steps)``; ``src_valid_len`` ``(n,)``: non-pad tokens of ``src``. On the CPU,
+        or on ``device`` (a model's) when given.
         """
         if len(pairs) == 0:
             raise ValueError("build needs at least one pair")
@@ -662,7 +682,7 @@ class TranslationData:
         src = torch.tensor(srcs, dtype=torch.int64)                       # (n, num_steps)
         tgt = torch.tensor(tgts, dtype=torch.int64)                       # (n, num_steps + 1)
         valid_len = (src != self.src_vocab.pad).sum(dim=1)                # (n,)
-        return src, tgt[:, :-1], valid_len, tgt[:, 1:]
+        return tuple(t.to(device) for t in (src, tgt[:, :-1], valid_len, tgt[:, 1:]))
 
     def _loader(self, arrays, shuffle: bool, generator=None):
         return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*arrays),
@@ -687,11 +707,15 @@ class TranslationData:
     def test_dataloader(self):
         return self._loader(self.build(self.test), shuffle=False)
 
-    def encode_src(self, sentence) -> tuple[torch.Tensor, torch.Tensor]:
+    def encode_src(self, sentence, device=None) -> tuple[torch.Tensor, torch.Tensor]:
         """One source sentence (a string split on spaces, or tokens) -> ``src`` ``(1, num_steps)``
-        and ``src_valid_len`` ``(1,)``. Tokens not in ``src_vocab`` become ``<unk>``."""
+        and ``src_valid_len`` ``(1,)``, on ``device`` (a model's) or the CPU. Tokens not in
+        ``src_vocab`` become ``<unk>``."""
+        if not isinstance(sentence, (str, Sequence)):
+            raise TypeError("sentence must be a string or a sequence of tokens, got "
+                            f"{type(sentence).__name__}")
         ids = self._ids(_tokens(sentence), self.src_vocab, "source")
-        src = torch.tensor([ids], dtype=torch.int64)                      # (1, num_steps)
+        src = torch.tensor([ids], dtype=torch.int64, device=device)       # (1, num_steps)
         return src, (src != self.src_vocab.pad).sum(dim=1)                # (1,)
 
     def is_seen(self, src_tokens) -> bool:

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ._checks import check_number, module_device
 from .recording import record_attention
-from .training import torch_threads
+from .training import check_compatible, torch_threads
 
 
 @dataclass
@@ -203,12 +204,25 @@ def _as_list(sentences) -> tuple[list, bool]:
     """A single sentence (a string, or a tuple/list of token strings) or a list of them."""
     if isinstance(sentences, str):
         return [sentences], True
-    if (isinstance(sentences, Sequence) and sentences
-            and all(isinstance(t, str) for t in sentences) and not isinstance(sentences, list)):
+    if not isinstance(sentences, Sequence):
+        raise TypeError("sentences must be a sentence or a list of sentences, got "
+                        f"{type(sentences).__name__}")
+    if sentences and all(isinstance(t, str) for t in sentences) and not isinstance(sentences, list):
         return [sentences], True  # a tuple of tokens
-    if not isinstance(sentences, Sequence) or not sentences:
+    if not sentences:
         raise ValueError(f"expected a sentence or a non-empty list of sentences, got {sentences!r}")
     return list(sentences), False
+
+
+def _setup(model, data, sentences, max_len) -> tuple[list, bool, int, torch.device]:
+    """Check the arguments every decoding function shares; the model's device."""
+    check_compatible(model, data)
+    if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool)
+                                or max_len < 1):
+        raise ValueError(f"max_len must be a positive int or None, got {max_len!r}")
+    items, single = _as_list(sentences)
+    device = module_device(model)
+    return items, single, max_len or data.num_steps, device
 
 
 def _translation(data, src_row, valid, ids, score, attention, finished) -> Translation:
@@ -232,10 +246,10 @@ def greedy_decode(model: nn.Module, data, sentences, max_len: int | None = None,
     sentence, a list of them for a list. ``need_weights=False`` skips the attention
     weights (faster: the fused attention kernels stay on).
     """
-    items, single = _as_list(sentences)
-    max_len = max_len or data.num_steps
+    items, single, max_len, device = _setup(model, data, sentences, max_len)
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     bos, eos, _ = _specials(data)
-    device = next(model.parameters()).device
     out = []
     for start in range(0, len(items), batch_size):
         src, valid = _encode_batch(data, items[start: start + batch_size], device)
@@ -252,10 +266,11 @@ def greedy_decode(model: nn.Module, data, sentences, max_len: int | None = None,
 def beam_search(model: nn.Module, data, sentences, beam_size: int = 4, max_len: int | None = None,
                 length_penalty: float = 0.6, *, use_cache: bool = True, need_weights: bool = True):
     """Translate with beam search (see :func:`beam_search_ids`); returns like :func:`greedy_decode`."""
-    items, single = _as_list(sentences)
-    max_len = max_len or data.num_steps
+    items, single, max_len, device = _setup(model, data, sentences, max_len)
+    if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
+    check_number("length_penalty", length_penalty)
     bos, eos, _ = _specials(data)
-    device = next(model.parameters()).device
     out = []
     for item in items:
         src, valid = _encode_batch(data, [item], device)

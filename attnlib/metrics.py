@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import collections
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import sacrebleu
 import torch
 
-from ._checks import check_tensor
+from ._checks import check_float, check_tensor, module_device
+from .data import Pair
 from .recording import record_attention
+from .training import check_compatible
 
 
 def _check_sentence(name: str, s) -> list[str]:
@@ -39,7 +41,11 @@ def _check_sentence(name: str, s) -> list[str]:
         raise TypeError(f"{name} must be a string of space-separated tokens, got {type(s).__name__}")
     if not s.strip():
         raise ValueError(f"{name} is an empty sentence")
-    return s.split(" ")
+    tokens = s.split(" ")
+    if "" in tokens:
+        raise ValueError(f"{name} has an empty token (two spaces in a row, or one at an end): "
+                         f"separate tokens by single spaces, got {s!r}")
+    return tokens
 
 
 def bleu(pred_seq: str, label_seq: str, k: int = 2) -> float:
@@ -69,6 +75,9 @@ def bleu(pred_seq: str, label_seq: str, k: int = 2) -> float:
 def _check_corpus(hyps, refs) -> tuple[list[str], list[str]]:
     if isinstance(hyps, str) or isinstance(refs, str):
         raise TypeError("hyps and refs must be lists of sentences, not a single string")
+    for name, x in (("hyps", hyps), ("refs", refs)):
+        if not isinstance(x, Iterable):
+            raise TypeError(f"{name} must be a list of sentences, got {type(x).__name__}")
     hyps, refs = list(hyps), list(refs)
     if len(hyps) != len(refs):
         raise ValueError(f"hyps and refs must have the same length, got {len(hyps)} and {len(refs)}")
@@ -105,6 +114,9 @@ def corpus_chrf(hyps: Sequence[str], refs: Sequence[str]) -> float:
 def _argmax_links(weights: torch.Tensor, pair) -> tuple[list[int], list[set[int]]]:
     """Rows 0..len(tgt)-1 of ``weights`` -> the most-attended column of each, and the gold sets."""
     check_tensor("weights", weights, 2, "(target steps, source positions)")
+    check_float("weights", weights)
+    if not isinstance(pair, Pair):
+        raise TypeError(f"pair must be a Pair (with src, tgt and align), got {type(pair).__name__}")
     n_tgt, n_src = len(pair.tgt), len(pair.src)
     if weights.shape[0] < n_tgt:
         raise ValueError(
@@ -115,7 +127,11 @@ def _argmax_links(weights: torch.Tensor, pair) -> tuple[list[int], list[set[int]
                          f"(shape {tuple(weights.shape)})")
     if not any(pair.align):
         raise ValueError(f"this pair has no gold alignment: {' '.join(pair.src)!r}")
-    pred = weights[:n_tgt].float().argmax(dim=1).tolist()  # (n_tgt,) most-attended column
+    scored = weights[:n_tgt].float()  # (n_tgt, src positions)
+    if bool(scored.isnan().any()):  # argmax would pick a NaN as the maximum
+        raise ValueError(f"weights holds NaN in its first {n_tgt} rows (shape {tuple(weights.shape)}): "
+                         "attention weights must be numbers")
+    pred = scored.argmax(dim=1).tolist()  # (n_tgt,) most-attended column
     return pred, [set(a) for a in pair.align]
 
 
@@ -185,14 +201,19 @@ def teacher_forced_attention(model: torch.nn.Module, data, pairs: Sequence) -> d
     tensors. Returns one matrix per pair under each module name: ``'decoder.attention'`` for
     the RNN decoders, ``'decoder.blks.0.attention2'``, ... for the Transformer's layers.
     """
+    check_compatible(model, data)
+    if len(pairs) == 0:
+        raise ValueError("pairs is empty: pass at least one pair")
     cross = model.decoder.cross_attentions()
+    if not cross:
+        raise ValueError(f"the model's decoder ({type(model.decoder).__name__}) has no "
+                         "cross-attention to record")
     names = [name for name, module in model.named_modules() if module in cross]
-    src, tgt_in, valid_len, _ = data.build(pairs)
+    src, tgt_in, valid_len, _ = data.build(pairs, module_device(model))
     was_training = model.training
     model.eval()
-    device = next(model.parameters()).device
     with torch.no_grad(), record_attention(model) as rec:
-        model(src.to(device), tgt_in.to(device), valid_len.to(device))
+        model(src, tgt_in, valid_len)
     model.train(was_training)
     return {name: list(rec.stack(name).mean(dim=1).cpu()) for name in names}  # (tgt, src) each
 

@@ -14,7 +14,16 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_probability, check_qkv, check_size
+from ._checks import (
+    check_bool,
+    check_int,
+    check_module_input,
+    check_probability,
+    check_qkv,
+    check_size,
+    check_tensor,
+    check_values,
+)
 from .positional import RotaryEmbedding
 from .recording import AttentionModule
 from .scoring import make_mask, scaled_dot_product
@@ -30,6 +39,7 @@ class KVCache:
     """
 
     def __init__(self, static: bool = False) -> None:
+        check_bool("static", static)
         self.static = static
         self.k: torch.Tensor | None = None
         self.v: torch.Tensor | None = None
@@ -39,7 +49,17 @@ class KVCache:
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Add new positions ``(batch, heads, new, head_dim)``; return all of them."""
+        check_tensor("k", k, 4, "(batch, heads, new, head_dim)")
+        check_tensor("v", v, 4, "(batch, heads, new, head_dim)")
+        if k.shape[:3] != v.shape[:3]:
+            raise ValueError(f"k and v must have the same batch, heads and positions, got "
+                             f"k {tuple(k.shape)} and v {tuple(v.shape)}")
         if self.k is not None:
+            held = (self.k.shape[0], self.k.shape[1], self.k.shape[3])
+            if held != (k.shape[0], k.shape[1], k.shape[3]):
+                raise ValueError(f"this cache holds (batch, heads, head_dim) = {held}, but k has "
+                                 f"{(k.shape[0], k.shape[1], k.shape[3])}: start a new KVCache for "
+                                 "a new batch")
             k = torch.cat((self.k, k), dim=2)  # (batch, heads, seen + new, head_dim)
             v = torch.cat((self.v, v), dim=2)  # (batch, heads, seen + new, head_dim)
         self.k, self.v = k, v
@@ -47,8 +67,12 @@ class KVCache:
 
     def reorder(self, index: torch.Tensor) -> KVCache:
         """A new cache holding batch rows ``index`` (beam search)."""
+        if not isinstance(index, torch.Tensor):
+            raise TypeError(f"index must be a torch.Tensor of batch rows, got {type(index).__name__}")
         picked = KVCache(self.static)
         if self.k is not None:
+            check_values(index < self.k.shape[0], lambda: f"index holds rows up to "
+                         f"{int(index.max())}, but the cache has batch size {self.k.shape[0]}")
             picked.k, picked.v = self.k[index], self.v[index]
         return picked
 
@@ -76,10 +100,7 @@ class MultiHeadAttention(AttentionModule):
                  key_size: int | None = None, value_size: int | None = None,
                  rope: RotaryEmbedding | None = None) -> None:
         super().__init__()
-        if num_heads < 1 or num_hiddens % num_heads:
-            raise ValueError(f"num_hiddens ({num_hiddens}) must be divisible by "
-                             f"num_heads ({num_heads})")
-        check_probability("dropout", dropout)
+        check_config(num_hiddens, num_heads, dropout, (query_size, key_size, value_size), rope)
         self.num_hiddens, self.num_heads, self.dropout = num_hiddens, num_heads, dropout
         self.W_q = nn.Linear(query_size or num_hiddens, num_hiddens, bias=bias)
         self.W_k = nn.Linear(key_size or num_hiddens, num_hiddens, bias=bias)
@@ -99,10 +120,7 @@ class MultiHeadAttention(AttentionModule):
 
     def forward(self, queries, keys, values, valid_lens=None, causal: bool = False,
                 cache: KVCache | None = None):
-        check_qkv(queries, keys, values)
-        for name, x, layer in (("queries", queries, self.W_q), ("keys", keys, self.W_k),
-                               ("values", values, self.W_v)):
-            check_size(name, x.shape[-1], layer.in_features, x)
+        check_inputs(self, queries, keys, values, causal, cache)
         q = self.transpose_qkv(self.W_q(queries))  # (batch, heads, queries, head_dim)
         if cache is not None and cache.static and cache.k is not None:
             k, v = cache.k, cache.v  # (batch, heads, keys, head_dim), projected on the first call
@@ -114,13 +132,48 @@ class MultiHeadAttention(AttentionModule):
             if cache is not None:
                 k, v = cache.append(k, v)  # (batch, heads, keys seen so far, head_dim)
         b, nq, nk = queries.shape[0], queries.shape[1], k.shape[2]
+        if nq > nk and (causal or self.rope is not None):
+            raise ValueError(f"more queries ({nq}) than keys ({nk}): with causal=True or rope the "
+                             "queries are the last positions of the keys")
         if self.rope is not None:
             q = self.rope(q, offset=nk - nq)  # the queries are the last nq positions
-        mask = make_mask(valid_lens, b, nq, nk)  # (batch, 1 or queries, keys) or None
+        mask = make_mask(valid_lens, b, nq, nk, queries.device)  # (batch, 1 or queries, keys) or None
         if mask is not None:
             mask = mask.unsqueeze(1)  # (batch, 1, 1 or queries, keys): same for every head
         p = self.dropout if self.training else 0.0
-        out, weights = scaled_dot_product(q, k, v, mask, causal, p,
-                                          need_weights=self.recording)
+        out, weights = scaled_dot_product(q, k, v, mask, causal, p, need_weights=self.recording,
+                                          check=False)
         self._keep(weights)  # (batch, heads, queries, keys), only while recording
         return self.W_o(self.transpose_output(out))  # (batch, queries, num_hiddens)
+
+
+def check_config(num_hiddens, num_heads, dropout, sizes, rope) -> None:
+    """The arguments of :class:`MultiHeadAttention` (``sizes``: query, key, value sizes)."""
+    check_int("num_hiddens", num_hiddens)
+    check_int("num_heads", num_heads)
+    if num_hiddens % num_heads:
+        raise ValueError(f"num_hiddens ({num_hiddens}) must be divisible by num_heads ({num_heads})")
+    check_probability("dropout", dropout)
+    for name, size in zip(("query_size", "key_size", "value_size"), sizes, strict=True):
+        if size is not None:
+            check_int(name, size)
+    if rope is not None and not isinstance(rope, RotaryEmbedding):
+        raise TypeError(f"rope must be a RotaryEmbedding or None, got {type(rope).__name__}")
+    if rope is not None and rope.dim != num_hiddens // num_heads:
+        raise ValueError(f"rope.dim ({rope.dim}) must equal the head size num_hiddens / "
+                         f"num_heads = {num_hiddens // num_heads}")
+
+
+def check_inputs(mha: MultiHeadAttention, queries, keys, values, causal, cache) -> None:
+    """Shapes, dtypes and devices against the module's sizes and parameters (metadata only)."""
+    check_qkv(queries, keys, values)
+    for name, x, layer in (("queries", queries, mha.W_q), ("keys", keys, mha.W_k),
+                           ("values", values, mha.W_v)):
+        check_size(name, x.shape[-1], layer.in_features, x)
+    check_module_input(mha, "queries", queries)
+    check_bool("causal", causal)
+    if cache is not None and not isinstance(cache, KVCache):
+        raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
+    if cache is not None and cache.k is not None and cache.k.shape[0] != queries.shape[0]:
+        raise ValueError(f"this cache holds keys for batch size {cache.k.shape[0]}, but queries "
+                         f"has batch size {queries.shape[0]}: use a new KVCache per batch")

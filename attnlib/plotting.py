@@ -4,6 +4,7 @@ matplotlib is imported inside the function, so ``import attnlib`` stays light.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -25,7 +26,18 @@ def show_heatmaps(matrices, xlabel: str = "Keys", ylabel: str = "Queries", title
     """
     import matplotlib.pyplot as plt
 
-    M = torch.as_tensor(matrices).detach().float().cpu()
+    try:
+        M = torch.as_tensor(matrices).detach().float().cpu()
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise TypeError(f"matrices must be a tensor or an array of numbers, got "
+                        f"{type(matrices).__name__}") from e
+    if M.numel() == 0:
+        raise ValueError(f"matrices must not be empty, got shape {tuple(M.shape)}")
+    if bool(M.isnan().all()):
+        raise ValueError("matrices holds only NaN: there is nothing to draw")
+    if (not isinstance(figsize, (tuple, list)) or len(figsize) != 2
+            or not all(isinstance(f, (int, float)) and f > 0 for f in figsize)):
+        raise TypeError(f"figsize must be a (width, height) pair of positive numbers, got {figsize!r}")
     if M.dim() == 2:
         M = M[None, None]  # (1, 1, queries, keys)
     elif M.dim() == 3:
@@ -39,8 +51,12 @@ def show_heatmaps(matrices, xlabel: str = "Keys", ylabel: str = "Queries", title
     nq = len(y_labels) if y_labels is not None else M.shape[2]
     nk = len(x_labels) if x_labels is not None else M.shape[3]
     M = M[:, :, :nq, :nk]  # crop padding
-    vmax = float(M.max()) if vmax is None else vmax
+    vmax = float(M.nan_to_num(nan=-math.inf).max()) if vmax is None else vmax  # NaN cells stay blank
     rows, cols = M.shape[:2]
+    for name, labels, size, axis in (("titles", titles, cols, "columns"),
+                                     ("row_labels", row_labels, rows, "rows")):
+        if labels is not None and len(labels) != size:
+            raise ValueError(f"{name} has {len(labels)} entries, but there are {size} {axis}")
     fig, axes = plt.subplots(rows, cols, figsize=(figsize[0] * cols, figsize[1] * rows),
                              sharex=True, sharey=True, squeeze=False)
     for i in range(rows):

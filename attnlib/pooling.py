@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_positive, check_tensor
+from ._checks import check_bool, check_float, check_positive, check_tensor, check_values
 from .recording import AttentionModule
 
 
@@ -57,13 +57,16 @@ def kernel_weights(queries, keys, kernel: str = "gaussian", width=1.0):
         raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
     check_tensor("queries", queries, 1, "(n_queries,)")
     check_tensor("keys", keys, (1, 2), "(n_keys,) or (n_queries, n_keys)")
+    check_float("queries", queries)
+    check_float("keys", keys)
     if keys.dim() == 2 and keys.shape[0] != queries.shape[0]:
         raise ValueError(f"keys of shape {tuple(keys.shape)} must have one row per query "
                          f"(queries has shape {tuple(queries.shape)})")
     if not isinstance(width, torch.Tensor):
         check_positive("width", width)
-    elif not bool((width > 0).all()):
-        raise ValueError(f"width must be positive, got {width.detach().flatten().tolist()}")
+    else:
+        check_values((width > 0) & width.isfinite(), lambda: "width must be positive, "
+                     f"got {width.detach().flatten().tolist()}")
     u = (queries.unsqueeze(-1) - keys) / width  # (n_queries, n_keys)
     log_k = KERNELS[kernel](u)  # (n_queries, n_keys)
     empty = torch.isinf(log_k).all(dim=-1, keepdim=True)  # (n_queries, 1)
@@ -128,6 +131,7 @@ class NWKernelRegression(AttentionModule):
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
         check_positive("width", width)
+        check_bool("learnable", learnable)
         self.kernel = kernel
         w = torch.tensor([1.0 / width])
         self.w = nn.Parameter(w) if learnable else None

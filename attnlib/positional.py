@@ -7,10 +7,12 @@ scores (relative: :class:`RotaryEmbedding`).
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
-from ._checks import check_probability, check_tensor
+from ._checks import check_float, check_probability, check_tensor
 
 
 def _check_count(name: str, value) -> None:
@@ -60,6 +62,8 @@ def offset_rotation(offset: int, num_hiddens: int, dtype: torch.dtype = torch.fl
     if num_hiddens % 2:
         raise ValueError(f"offset_rotation needs an even num_hiddens (sine/cosine pairs), "
                          f"got {num_hiddens}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point dtype, got {dtype}")
     freq = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=torch.float64) / num_hiddens)
     angle = offset / freq  # (num_hiddens / 2,): k w_j
     cos, sin = angle.cos(), angle.sin()
@@ -85,6 +89,7 @@ class _AbsolutePosition(nn.Module):
     def forward(self, X: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """``X (batch, n, num_hiddens)``; ``offset`` is the position of ``X[:, 0]`` (decoding)."""
         check_tensor("X", X, 3, f"(batch, steps, {self.num_hiddens})")
+        check_float("X", X)  # adding a float table to ids would truncate it
         if X.shape[-1] != self.num_hiddens:
             raise ValueError(f"X has last dim {X.shape[-1]} (shape {tuple(X.shape)}); "
                              f"expected num_hiddens={self.num_hiddens}")
@@ -138,6 +143,10 @@ class RotaryEmbedding(nn.Module):
         _check_count("max_len", max_len)
         if dim % 2:
             raise ValueError(f"RotaryEmbedding needs an even dim, got {dim}")
+        if not isinstance(base, (int, float)) or isinstance(base, bool):
+            raise TypeError(f"base must be a number, got {type(base).__name__}")
+        if not (math.isfinite(base) and base > 1):
+            raise ValueError(f"base must be a finite number > 1 (the longest wavelength), got {base!r}")
         self.dim, self.max_len = dim, max_len
         theta = base ** (-torch.arange(0, dim, 2, dtype=torch.float32) / dim)  # (dim / 2,)
         angles = torch.arange(max_len, dtype=torch.float32).unsqueeze(1) * theta  # (max_len, dim / 2)
@@ -146,13 +155,16 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """``x (..., n, dim)`` at positions ``offset .. offset+n-1``; returns the same shape."""
-        if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[-1] != self.dim:
-            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"x must have shape (..., n, {self.dim}), got {shape}")
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor of shape (..., n, {self.dim}), got {type(x).__name__}")
+        if x.dim() < 2 or x.shape[-1] != self.dim:
+            raise ValueError(f"x must have shape (..., n, {self.dim}), got {tuple(x.shape)}")
+        check_float("x", x)
         _check_offset(offset)
         n = x.shape[-2]
         if offset + n > self.max_len:
-            raise ValueError(f"positions up to {offset + n} requested, but max_len={self.max_len}")
+            raise ValueError(f"positions up to {offset + n} requested, but max_len={self.max_len} "
+                             f"(x shape {tuple(x.shape)}, offset {offset})")
         cos = self.cos[offset: offset + n].to(x.dtype)  # (n, dim / 2)
         sin = self.sin[offset: offset + n].to(x.dtype)  # (n, dim / 2)
         x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., n, dim / 2) each

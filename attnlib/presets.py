@@ -19,6 +19,7 @@ from .seq2seq import (
     Seq2SeqDecoder,
     Seq2SeqEncoder,
 )
+from .training import check_data, check_training
 from .transformer import TransformerDecoder, TransformerEncoder
 
 #: The corpus every chapter trains on (arguments of ``attnlib.data.TranslationData``).
@@ -70,6 +71,7 @@ def _preset(name: str, overrides: dict) -> dict:
 def training_args(name: str, **overrides) -> dict:
     """``num_epochs`` and ``lr`` of preset ``name``, for :func:`attnlib.training.train_seq2seq`."""
     p = _preset(name, overrides)
+    check_training(p["num_epochs"], p["lr"])
     return {k: p[k] for k in _TRAINING_KEYS}
 
 
@@ -80,6 +82,7 @@ def build_model(name: str, data, **overrides) -> EncoderDecoder:
     calling it to fix the initial weights.
     """
     p = _preset(name, overrides)
+    check_data(data)
     src_v, tgt_v = len(data.src_vocab), len(data.tgt_vocab)
     if name.startswith("transformer"):
         args = [p[k] for k in ("num_hiddens", "ffn_num_hiddens", "num_heads", "num_blks", "dropout")]

@@ -29,22 +29,40 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_positive, check_probability, check_qkv, check_size, check_tensor
+from ._checks import (
+    check_bool,
+    check_device,
+    check_float,
+    check_int,
+    check_lengths,
+    check_module_input,
+    check_nonempty,
+    check_number,
+    check_positive,
+    check_probability,
+    check_qkv,
+    check_same,
+    check_size,
+    check_tensor,
+)
 from .recording import AttentionModule
 
 
-def make_mask(valid_lens, batch_size: int, num_queries: int, num_keys: int):
+def make_mask(valid_lens, batch_size: int, num_queries: int, num_keys: int, device=None):
     """Turn ``valid_lens`` into a boolean mask ``(batch, 1 or queries, keys)``, True = attend.
 
-    Returns ``None`` when ``valid_lens`` is ``None``. Raises a ``ValueError`` for
-    lengths that are negative, longer than the keys, or of the wrong shape.
+    Returns ``None`` when ``valid_lens`` is ``None``. Raises a ``ValueError`` for lengths
+    that are negative, longer than the keys, fractional, of the wrong shape, or (when
+    ``device`` is given) on another device than the queries. The value checks never make
+    a GPU wait (see :func:`attnlib._checks.check_values`).
     """
     if valid_lens is None:
         return None
+    for name, n in (("batch_size", batch_size), ("num_queries", num_queries), ("num_keys", num_keys)):
+        check_int(name, n, minimum=0)
     if not isinstance(valid_lens, torch.Tensor):
         raise TypeError(f"valid_lens must be a torch.Tensor or None, got {type(valid_lens).__name__}")
-    expected = (f"(batch,) = ({batch_size},), (batch, queries) = ({batch_size}, {num_queries}), "
-                f"or a bool mask (batch, keys) / (batch, queries, keys)")
+    check_device("valid_lens", valid_lens, device, "the queries")
     if valid_lens.dtype == torch.bool:
         ok = valid_lens.shape in ((batch_size, num_keys), (batch_size, num_queries, num_keys))
         if not ok:
@@ -53,12 +71,10 @@ def make_mask(valid_lens, batch_size: int, num_queries: int, num_keys: int):
                              f"({batch_size}, {num_queries}, {num_keys})")
         return valid_lens if valid_lens.dim() == 3 else valid_lens.unsqueeze(1)
     if valid_lens.shape not in ((batch_size,), (batch_size, num_queries)):
-        raise ValueError(f"valid_lens has shape {tuple(valid_lens.shape)}; expected {expected}")
-    if valid_lens.is_floating_point() and not torch.equal(valid_lens, valid_lens.round()):
-        raise ValueError(f"valid_lens must hold whole numbers, got {valid_lens.tolist()}")
-    if valid_lens.numel() and (valid_lens.min() < 0 or valid_lens.max() > num_keys):
-        raise ValueError(f"valid_lens must lie in [0, {num_keys}] (the number of keys), "
-                         f"got {valid_lens.tolist()}")
+        raise ValueError(f"valid_lens has shape {tuple(valid_lens.shape)}; expected (batch,) = "
+                         f"({batch_size},), (batch, queries) = ({batch_size}, {num_queries}), "
+                         "or a bool mask (batch, keys) / (batch, queries, keys)")
+    check_lengths("valid_lens", valid_lens, 0, num_keys)
     lens = valid_lens.reshape(batch_size, -1, 1)  # (batch, 1 or queries, 1)
     positions = torch.arange(num_keys, device=valid_lens.device)  # (keys,)
     return positions < lens  # (batch, 1 or queries, keys)
@@ -70,6 +86,11 @@ def causal_mask(num_queries: int, num_keys: int, device=None) -> torch.Tensor:
     Aligned bottom-right, so the last query sees every key: with a key/value
     cache the queries are the newest ``num_queries`` positions of ``num_keys``.
     """
+    check_int("num_queries", num_queries, minimum=0)
+    check_int("num_keys", num_keys, minimum=0)
+    if num_queries > num_keys:
+        raise ValueError(f"num_queries ({num_queries}) must not exceed num_keys ({num_keys}): "
+                         "the queries are the last positions of the keys")
     offset = num_keys - num_queries
     return torch.ones(num_queries, num_keys, dtype=torch.bool, device=device).tril(offset)
 
@@ -79,25 +100,76 @@ def masked_softmax(X: torch.Tensor, valid_lens=None) -> torch.Tensor:
 
     Masked keys get a weight of exactly 0, and a row whose keys are all masked
     gets all-zero weights (d2l fills with -1e6 and so spreads the row uniformly
-    over padding; a fill of -inf would give NaN). Works in fp32, fp16 and bf16.
+    over padding; a fill of -inf would give NaN). Works in fp32, fp16 and bf16
+    (half precision is computed in float32 and cast back).
     """
     check_tensor("X", X, 3, "(batch, queries, keys)")
-    mask = make_mask(valid_lens, X.shape[0], X.shape[1], X.shape[2])
+    check_float("X", X)
+    mask = make_mask(valid_lens, X.shape[0], X.shape[1], X.shape[2], X.device)
     return softmax_with_mask(X, mask)
 
 
 def softmax_with_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """Softmax over the last axis; ``mask`` (broadcastable, True = keep) zeroes the rest."""
+    """Softmax over the last axis; ``mask`` (broadcastable, True = keep) zeroes the rest.
+
+    Half-precision scores are normalised in float32 (as the fused kernels do) and the
+    weights cast back. Masked scores are replaced, so NaN or inf there never matters.
+    """
+    dtype = scores.dtype
+    scores = scores.float() if dtype in (torch.float16, torch.bfloat16) else scores
     if mask is None:
-        return F.softmax(scores, dim=-1)
+        return F.softmax(scores, dim=-1).to(dtype)
     # The dtype's most negative number, not -inf: a fully masked row stays finite
     # (uniform), and multiplying by the mask then zeroes it.
     scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    return F.softmax(scores, dim=-1) * mask
+    return (F.softmax(scores, dim=-1) * mask).to(dtype)
+
+
+def check_causal(causal, num_queries: int, num_keys: int) -> None:
+    check_bool("causal", causal)
+    if causal and num_queries > num_keys:
+        raise ValueError(f"causal attention needs at least as many keys ({num_keys}) as "
+                         f"queries ({num_queries}): the queries are the last positions")
+
+
+def _check_sdp(queries, keys, values, mask, causal, dropout_p, scale) -> None:
+    """The arguments of :func:`scaled_dot_product`, from metadata only."""
+    for name, x in (("queries", queries), ("keys", keys), ("values", values)):
+        check_tensor(name, x, tuple(range(2, 9)), f"(..., {name}, d)")
+        check_nonempty(name, x)
+    check_float("queries", queries)
+    check_same("queries, keys and values", queries, keys, values)
+    if queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(f"queries and keys must have the same last dim, got queries "
+                         f"{tuple(queries.shape)} and keys {tuple(keys.shape)}")
+    if keys.shape[-2] != values.shape[-2]:
+        raise ValueError(f"keys and values must have the same number of positions (dim -2), "
+                         f"got keys {tuple(keys.shape)} and values {tuple(values.shape)}")
+    if not queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]:
+        raise ValueError(f"queries, keys and values must have the same leading dims (batch, heads, "
+                         f"...), got {tuple(queries.shape)}, {tuple(keys.shape)}, {tuple(values.shape)}")
+    target = (*queries.shape[:-1], keys.shape[-2])
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor):
+            raise TypeError(f"mask must be a bool tensor or None, got {type(mask).__name__}")
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be a bool tensor (True = attend), got dtype {mask.dtype}")
+        check_device("mask", mask, queries.device, "the queries")
+        try:
+            ok = torch.broadcast_shapes(mask.shape, target) == target
+        except RuntimeError:
+            ok = False
+        if not ok:
+            raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to {target} "
+                             "(..., queries, keys)")
+    check_causal(causal, queries.shape[-2], keys.shape[-2])
+    check_probability("dropout_p", dropout_p)
+    if scale is not None:
+        check_number("scale", scale)
 
 
 def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p=0.0,
-                       need_weights=False, scale=None):
+                       need_weights=False, scale=None, *, check: bool = True):
     """Scaled dot-product attention over any leading dims (``(batch, heads, ...)``).
 
     Shapes: queries ``(..., q, d)``, keys ``(..., k, d)``, values ``(..., k, d_v)``;
@@ -106,28 +178,45 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
 
     Without ``need_weights`` this calls PyTorch's fused
     ``F.scaled_dot_product_attention``, which never builds the ``q x k`` matrix.
-    With it, the same computation runs step by step and keeps the weights.
-    Either way a query with no visible key returns zeros, not NaN.
+    With it, the same computation runs step by step and keeps the weights (scores
+    and softmax in float32 for half-precision inputs, as the fused kernels do).
+    Both paths follow one rule for NaN and inf (the library contract): a query with no
+    visible key returns zeros; a key/value position that the mask hides from every query
+    is ignored, even when it holds NaN or inf; a query holding NaN or inf returns NaN;
+    NaN or inf in a key or value that the query sees makes its output NaN.
+    ``check=False`` skips the argument checks (for callers that made them already).
     """
+    if check:
+        _check_sdp(queries, keys, values, mask, causal, dropout_p, scale)
     nq, nk = queries.shape[-2], keys.shape[-2]
+    if mask is not None:  # zero the keys and values that no query may see: padding garbage stays out
+        seen = mask.squeeze(-2) if mask.shape[-2] == 1 else mask.any(dim=-2)  # (..., keys)
+        seen = seen.unsqueeze(-1)  # (..., keys, 1)
+        keys, values = torch.where(seen, keys, 0.0), torch.where(seen, values, 0.0)
     if causal and nq == 1:
         causal = False  # one new query (decoding with a cache) is the last position: it sees every key
     if causal and (mask is not None or nq != nk or need_weights):
-        cm = causal_mask(nq, nk, queries.device)  # (queries, keys)
+        cm = causal_mask(nq, nk, queries.device)  # (queries, keys); hides no key from every query
         mask = cm if mask is None else mask & cm
         causal = False
     if not need_weights:
+        # Some fused kernels return zeros for a query holding NaN; the rule is NaN, as on the
+        # weights path: adding 0 * sum(query) costs O(q d) and turns such a row into NaN.
+        poison = queries.sum(dim=-1, keepdim=True) * 0  # (..., q, 1): 0, or NaN for a NaN/inf query
         if mask is None:
             return F.scaled_dot_product_attention(
-                queries, keys, values, dropout_p=dropout_p, is_causal=causal, scale=scale), None
+                queries, keys, values, dropout_p=dropout_p, is_causal=causal, scale=scale) + poison, None
         empty = ~mask.any(dim=-1, keepdim=True)  # (..., q, 1): rows with nothing to see
         out = F.scaled_dot_product_attention(
             queries, keys, values, attn_mask=mask | empty, dropout_p=dropout_p, scale=scale)
-        return out.masked_fill(empty, 0.0), None  # (..., q, d_v)
+        return (out + poison).masked_fill(empty, 0.0), None  # (..., q, d_v)
+    dtype = queries.dtype
+    wide = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
-    scores = (queries * scale) @ keys.transpose(-2, -1)  # (..., q, k); scaling q costs O(q d), not O(q k)
-    weights = softmax_with_mask(scores, mask)  # (..., q, k)
-    return F.dropout(weights, dropout_p) @ values, weights  # (..., q, d_v)
+    scores = (queries.to(wide) * scale) @ keys.to(wide).transpose(-2, -1)  # (..., q, k)
+    weights = softmax_with_mask(scores, mask)  # (..., q, k), float32 for half inputs
+    out = F.dropout(weights, dropout_p) @ values.to(wide)  # (..., q, d_v)
+    return out.to(dtype), weights.to(dtype)
 
 
 class _ScoredAttention(AttentionModule):
@@ -148,7 +237,8 @@ class _ScoredAttention(AttentionModule):
 
     def forward(self, queries, keys, values, valid_lens=None):
         check_qkv(queries, keys, values, same_dim=self.same_dim)
-        mask = make_mask(valid_lens, queries.shape[0], queries.shape[1], keys.shape[1])
+        check_module_input(self, "queries", queries)
+        mask = make_mask(valid_lens, queries.shape[0], queries.shape[1], keys.shape[1], queries.device)
         scores = self.score(queries, keys)  # (batch, queries, keys)
         return self.attend(scores, mask, values)
 
@@ -183,10 +273,11 @@ class DotProductAttention(_ScoredAttention):
 
     def forward(self, queries, keys, values, valid_lens=None, causal: bool = False):
         check_qkv(queries, keys, values, same_dim=True)
-        mask = make_mask(valid_lens, queries.shape[0], queries.shape[1], keys.shape[1])
+        mask = make_mask(valid_lens, queries.shape[0], queries.shape[1], keys.shape[1], queries.device)
+        check_causal(causal, queries.shape[1], keys.shape[1])
         p = self.dropout.p if self.training else 0.0
         out, weights = scaled_dot_product(queries, keys, values, mask, causal, p,
-                                          need_weights=self.recording)
+                                          need_weights=self.recording, check=False)
         self._keep(weights)
         return out  # (batch, queries, value_size)
 
@@ -196,6 +287,8 @@ class GeneralAttention(_ScoredAttention):
 
     def __init__(self, query_size: int, key_size: int, dropout: float = 0.0) -> None:
         super().__init__(dropout)
+        check_int("query_size", query_size)
+        check_int("key_size", key_size)
         self.query_size, self.key_size = query_size, key_size
         self.W = nn.Linear(key_size, query_size, bias=False)
 
@@ -234,6 +327,8 @@ class LocationAttention(_ScoredAttention):
 
     def __init__(self, query_size: int, max_keys: int, dropout: float = 0.0) -> None:
         super().__init__(dropout)
+        check_int("query_size", query_size)
+        check_int("max_keys", max_keys)
         self.query_size, self.max_keys = query_size, max_keys
         self.W = nn.Linear(query_size, max_keys, bias=False)
 
@@ -256,6 +351,10 @@ class AdditiveAttention(_ScoredAttention):
     def __init__(self, num_hiddens: int, dropout: float = 0.0, *,
                  query_size: int | None = None, key_size: int | None = None) -> None:
         super().__init__(dropout)
+        check_int("num_hiddens", num_hiddens)
+        for name, size in (("query_size", query_size), ("key_size", key_size)):
+            if size is not None:
+                check_int(name, size)
         self.W_q = _linear(query_size, num_hiddens)
         self.W_k = _linear(key_size, num_hiddens)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
@@ -280,7 +379,7 @@ class LocalAttention(DotProductAttention):
 
     def __init__(self, window: int, dropout: float = 0.0) -> None:
         super().__init__(dropout)
-        if not isinstance(window, int) or window < 0:
+        if not isinstance(window, int) or isinstance(window, bool) or window < 0:
             raise ValueError(f"window must be a non-negative int, got {window!r}")
         self.window = window
 
@@ -294,7 +393,7 @@ class LocalAttention(DotProductAttention):
     def forward(self, queries, keys, values, valid_lens=None, causal: bool = False):
         check_qkv(queries, keys, values, same_dim=True)
         b, nq, nk = queries.shape[0], queries.shape[1], keys.shape[1]
-        mask = make_mask(valid_lens, b, nq, nk)  # (batch, 1 or queries, keys) or None
+        mask = make_mask(valid_lens, b, nq, nk, queries.device)  # (batch, 1 or queries, keys) or None
         band = self.band(nq, nk, queries.device)  # (queries, keys)
         mask = band.expand(b, nq, nk) if mask is None else mask & band  # (batch, queries, keys)
         return super().forward(queries, keys, values, mask, causal)  # (batch, queries, value_size)

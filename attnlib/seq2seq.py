@@ -27,7 +27,16 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_tensor
+from ._checks import (
+    check_device,
+    check_int,
+    check_lengths,
+    check_nonempty,
+    check_probability,
+    check_tensor,
+    check_values,
+    module_device,
+)
 from .scoring import AdditiveAttention, DotAttention, GeneralAttention, make_mask
 
 
@@ -46,15 +55,33 @@ def _between(dropout: float, num_layers: int) -> float:
     return dropout if num_layers > 1 else 0.0
 
 
-def check_token_ids(name: str, X, vocab_size: int) -> None:
-    """Require ``X`` to be an integer ``(batch, steps)`` tensor of ids below ``vocab_size``."""
+def check_token_ids(name: str, X, vocab_size: int, device=None) -> None:
+    """Require ``X`` to be a non-empty integer ``(batch, steps)`` tensor of ids below
+    ``vocab_size`` on ``device`` (the model's; None: anywhere). The id range is checked
+    without a GPU sync (:func:`attnlib._checks.check_values`)."""
     check_tensor(name, X, 2, "(batch, steps) of token ids")
     if X.is_floating_point() or X.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer token ids, got dtype {X.dtype}")
-    if X.numel() and (X.min() < 0 or X.max() >= vocab_size):
-        raise ValueError(f"{name} holds token ids in [{int(X.min())}, {int(X.max())}], but the "
-                         f"model's vocabulary has {vocab_size} tokens (ids 0..{vocab_size - 1}): "
-                         "were the model and the data built with the same vocabulary?")
+    check_nonempty(name, X)
+    check_device(name, X, device)
+    def message():
+        return (f"{name} holds token ids in [{int(X.min())}, {int(X.max())}], but the model's "
+                f"vocabulary has {vocab_size} tokens (ids 0..{vocab_size - 1}): were the model and "
+                "the data built with the same vocabulary?")
+
+    if X.device.type == "cpu":  # one reduction, read at once (no device to wait for)
+        low, high = torch.aminmax(X)
+        if low < 0 or high >= vocab_size:
+            raise ValueError(message())
+    else:
+        check_values((X >= 0) & (X < vocab_size), message)
+
+
+def check_sizes(dropout: float = 0.0, **sizes) -> None:
+    """Positive int sizes (``vocab_size=..., num_hiddens=...``) and a dropout probability."""
+    for name, value in sizes.items():
+        check_int(name, value)
+    check_probability("dropout", dropout)
 
 
 class Encoder(nn.Module):
@@ -87,6 +114,13 @@ class Decoder(nn.Module):
     def cross_attentions(self) -> list[nn.Module]:
         return []
 
+    def check_input(self, X, batch_size: int) -> None:
+        """``X`` holds ids of this decoder's vocabulary, on its device, one row per state row."""
+        check_token_ids("X", X, self.vocab_size, self.embedding.weight.device)
+        if X.shape[0] != batch_size:
+            raise ValueError(f"X has batch size {X.shape[0]}, but the state was built for batch "
+                             f"size {batch_size}: call init_state for this batch")
+
 
 class EncoderDecoder(nn.Module):
     """An encoder and a decoder: ``forward(src, tgt_in, src_valid_len) -> logits``.
@@ -97,6 +131,9 @@ class EncoderDecoder(nn.Module):
 
     def __init__(self, encoder: Encoder, decoder: Decoder) -> None:
         super().__init__()
+        for name, part in (("encoder", encoder), ("decoder", decoder)):
+            if not isinstance(part, nn.Module):
+                raise TypeError(f"{name} must be an nn.Module, got {type(part).__name__}")
         self.encoder, self.decoder = encoder, decoder
 
     def encode(self, src, src_valid_len=None):
@@ -107,12 +144,17 @@ class EncoderDecoder(nn.Module):
             if src_valid_len.shape[0] != src.shape[0]:
                 raise ValueError(f"src_valid_len has shape {tuple(src_valid_len.shape)}; expected "
                                  f"({src.shape[0]},), one length per source sentence")
+            check_device("src_valid_len", src_valid_len, module_device(self.encoder))
         enc_all_outputs = self.encoder(src, src_valid_len)
         return self.decoder.init_state(enc_all_outputs, src_valid_len)
 
     def forward(self, src, tgt_in, src_valid_len=None):
+        check_token_ids("tgt_in", tgt_in, self.decoder.vocab_size, module_device(self.decoder))
+        check_tensor("src", src, 2, "(batch, steps) of token ids")
+        if tgt_in.shape[0] != src.shape[0]:
+            raise ValueError(f"tgt_in has batch size {tgt_in.shape[0]}, but src has batch size "
+                             f"{src.shape[0]}: one target per source sentence")
         state = self.encode(src, src_valid_len)
-        check_token_ids("tgt_in", tgt_in, self.decoder.vocab_size)
         return self.decoder(tgt_in, state)[0]  # (batch, tgt_steps, tgt_vocab)
 
 
@@ -138,6 +180,8 @@ class Seq2SeqEncoder(Encoder):
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int,
                  dropout: float = 0.0, bidirectional: bool = False) -> None:
         super().__init__()
+        check_sizes(dropout, vocab_size=vocab_size, embed_size=embed_size, num_hiddens=num_hiddens,
+                    num_layers=num_layers)
         if bidirectional and num_hiddens % 2:
             raise ValueError(f"a bidirectional encoder splits num_hiddens between two directions, "
                              f"so it must be even, got {num_hiddens}")
@@ -149,12 +193,12 @@ class Seq2SeqEncoder(Encoder):
         self.apply(init_seq2seq)
 
     def forward(self, X, valid_lens=None, *args):
-        check_token_ids("X", X, self.vocab_size)
+        check_token_ids("X", X, self.vocab_size, self.embedding.weight.device)
         embs = self.embedding(X.t())  # (steps, batch, embed_size)
         if valid_lens is None:
             outputs, state = self.rnn(embs)  # (steps, batch, num_hiddens), (layers * dirs, batch, h)
         else:
-            lengths = valid_lens.detach().to("cpu", torch.int64).clamp(min=1)
+            lengths = self.host_lengths(valid_lens, X)  # (batch,) int64 on the CPU
             packed = nn.utils.rnn.pack_padded_sequence(embs, lengths, enforce_sorted=False)
             outputs, state = self.rnn(packed)
             outputs, _ = nn.utils.rnn.pad_packed_sequence(outputs, total_length=X.shape[1])
@@ -162,6 +206,18 @@ class Seq2SeqEncoder(Encoder):
             state = state.reshape(-1, 2, *state.shape[1:])  # (layers, 2, batch, num_hiddens / 2)
             state = torch.cat((state[:, 0], state[:, 1]), dim=-1)  # (layers, batch, num_hiddens)
         return outputs, state
+
+    def host_lengths(self, valid_lens, X) -> torch.Tensor:
+        """Check ``valid_lens`` and copy it to the CPU, where packing needs it (on a GPU this is
+        the encoder's one host-device copy). A GRU cannot read zero tokens: lengths are >= 1."""
+        b, n = X.shape
+        check_tensor("valid_lens", valid_lens, 1, f"(batch,) = ({b},)")
+        if valid_lens.shape[0] != b:
+            raise ValueError(f"valid_lens has shape {tuple(valid_lens.shape)}; expected ({b},)")
+        check_device("valid_lens", valid_lens, X.device, "X")
+        lengths = valid_lens.detach().cpu()
+        check_lengths("valid_lens", lengths, 1, n)
+        return lengths.to(torch.int64)
 
 
 class Seq2SeqDecoder(Decoder):
@@ -177,6 +233,8 @@ class Seq2SeqDecoder(Decoder):
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int,
                  dropout: float = 0.0) -> None:
         super().__init__()
+        check_sizes(dropout, vocab_size=vocab_size, embed_size=embed_size, num_hiddens=num_hiddens,
+                    num_layers=num_layers)
         self.vocab_size = vocab_size
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers,
@@ -190,6 +248,7 @@ class Seq2SeqDecoder(Decoder):
 
     def forward(self, X, state):
         context, hidden = state
+        self.check_input(X, hidden.shape[1])
         embs = self.embedding(X.t())  # (steps, batch, embed_size)
         context = context.expand(embs.shape[0], -1, -1)  # (steps, batch, num_hiddens)
         outputs, hidden = self.rnn(torch.cat((embs, context), -1), hidden)  # (steps, batch, h)
@@ -216,6 +275,8 @@ class Seq2SeqAttentionDecoder(Decoder):
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int,
                  dropout: float = 0.0) -> None:
         super().__init__()
+        check_sizes(dropout, vocab_size=vocab_size, embed_size=embed_size, num_hiddens=num_hiddens,
+                    num_layers=num_layers)
         self.vocab_size = vocab_size
         self.attention = AdditiveAttention(num_hiddens, dropout, query_size=num_hiddens,
                                            key_size=num_hiddens)
@@ -231,10 +292,11 @@ class Seq2SeqAttentionDecoder(Decoder):
 
     def forward(self, X, state):
         enc_outputs, hidden, enc_valid_lens = state
+        self.check_input(X, enc_outputs.shape[0])
         embs = self.embedding(X.t())  # (steps, batch, embed_size)
         att = self.attention
         keys = att.W_k(enc_outputs).unsqueeze(1)  # (batch, 1, src_steps, h): once, not per step
-        mask = make_mask(enc_valid_lens, X.shape[0], 1, enc_outputs.shape[1])  # (batch, 1, src)
+        mask = make_mask(enc_valid_lens, X.shape[0], 1, enc_outputs.shape[1], X.device)  # (batch, 1, src)
         outputs = []
         for x in embs:  # x: (batch, embed_size)
             query = att.W_q(hidden[-1]).unsqueeze(1).unsqueeze(2)  # (batch, 1, 1, h)
@@ -269,6 +331,8 @@ class LuongAttentionDecoder(Decoder):
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int,
                  dropout: float = 0.0, score: str = "dot") -> None:
         super().__init__()
+        check_sizes(dropout, vocab_size=vocab_size, embed_size=embed_size, num_hiddens=num_hiddens,
+                    num_layers=num_layers)
         if score == "dot":
             attention = DotAttention(dropout)
         elif score == "general":
@@ -289,6 +353,7 @@ class LuongAttentionDecoder(Decoder):
 
     def forward(self, X, state):
         enc_outputs, hidden, enc_valid_lens = state
+        self.check_input(X, enc_outputs.shape[0])
         embs = self.embedding(X.t())  # (steps, batch, embed_size)
         outputs, hidden = self.rnn(embs, hidden)  # (steps, batch, num_hiddens)
         queries = outputs.transpose(0, 1)  # (batch, steps, num_hiddens)

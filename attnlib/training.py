@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._checks import check_device, check_int, check_positive, check_tensor, check_values
 from .device import best_device
 
 
@@ -51,10 +52,20 @@ def masked_ce_loss(logits: torch.Tensor, label: torch.Tensor, pad: int) -> torch
     ``logits (batch, steps, vocab)``, ``label (batch, steps)``. A batch with no real
     token gives 0, not NaN.
     """
-    if logits.dim() != 3 or label.shape != logits.shape[:2]:
+    check_tensor("logits", logits, 3, "(batch, steps, vocab)")
+    check_tensor("label", label, 2, "(batch, steps)")
+    if label.shape != logits.shape[:2]:
         raise ValueError(f"logits must be (batch, steps, vocab) and label (batch, steps) with the "
                          f"same batch and steps, got logits {tuple(logits.shape)} and label "
                          f"{tuple(label.shape)}")
+    if label.is_floating_point() or label.dtype == torch.bool:
+        raise TypeError(f"label must hold integer token ids, got dtype {label.dtype}")
+    check_int("pad", pad, minimum=0)
+    check_device("label", label, logits.device, "logits")
+    vocab = logits.shape[-1]
+    check_values((label == pad) | ((label >= 0) & (label < vocab)), lambda: (
+        f"label holds token ids in [{int(label.min())}, {int(label.max())}], but logits has "
+        f"{vocab} classes (ids 0..{vocab - 1})"))
     total = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), label.reshape(-1),
                             ignore_index=pad, reduction="sum")
     return total / (label != pad).sum().clamp(min=1)
@@ -100,8 +111,17 @@ class History:
                 f"on {self.device}, {self.total_seconds:.1f} s")
 
 
+def check_data(data) -> None:
+    """``data`` must look like a :class:`attnlib.data.TranslationData`."""
+    needed = ("src_vocab", "tgt_vocab", "encode_src", "num_steps")
+    if not all(hasattr(data, a) for a in needed):
+        raise TypeError(f"data must be a TranslationData (with {', '.join(needed)}), "
+                        f"got {type(data).__name__}")
+
+
 def check_compatible(model: nn.Module, data) -> None:
     """Raise a ``ValueError`` when the model's vocabulary sizes differ from the data's."""
+    check_data(data)
     for side, part, vocab in (("source", "encoder", data.src_vocab),
                               ("target", "decoder", data.tgt_vocab)):
         size = getattr(getattr(model, part, None), "vocab_size", None)
@@ -150,14 +170,32 @@ def train_seq2seq(model: nn.Module, data, num_epochs: int, lr: float, *, grad_cl
     ``cpu_threads``: torch threads while training on the CPU (see the module docstring);
     ``None`` keeps torch's setting.
     """
-    if not isinstance(num_epochs, int) or num_epochs < 1:
-        raise ValueError(f"num_epochs must be a positive int, got {num_epochs!r}")
-    if not lr > 0:
-        raise ValueError(f"lr must be positive, got {lr!r}")
+    check_training(num_epochs, lr)
+    if grad_clip is not None:
+        check_positive("grad_clip", grad_clip, "a positive number or None")
+    if cpu_threads is not None:
+        check_int("cpu_threads", cpu_threads)
+    check_int("seed", seed, minimum=0)
     check_compatible(model, data)
-    device = torch.device(device) if device is not None else best_device()
+    device = as_device(device) if device is not None else best_device()
     with torch_threads(cpu_threads, device):
         return _train(model, data, num_epochs, lr, grad_clip, device, seed, progress, plot)
+
+
+def check_training(num_epochs, lr) -> None:
+    """The settings :func:`train_seq2seq` and the presets share."""
+    if not isinstance(num_epochs, int) or isinstance(num_epochs, bool) or num_epochs < 1:
+        raise ValueError(f"num_epochs must be a positive int, got {num_epochs!r}")
+    check_positive("lr", lr)
+
+
+def as_device(device) -> torch.device:
+    """``torch.device(device)`` with an error that names the argument."""
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device must name a torch device (e.g. 'cpu', 'cuda'), "
+                         f"got {device!r}") from e
 
 
 def _train(model, data, num_epochs, lr, grad_clip, device, seed, progress, plot) -> History:

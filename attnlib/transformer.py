@@ -16,6 +16,7 @@ import math
 import torch
 from torch import nn
 
+from ._checks import check_device, check_float, check_int, check_probability, check_tensor
 from .multihead import KVCache, MultiHeadAttention
 from .positional import PositionalEncoding
 from .seq2seq import Decoder, Encoder, check_token_ids
@@ -27,11 +28,16 @@ class PositionWiseFFN(nn.Module):
     def __init__(self, ffn_num_hiddens: int, ffn_num_outputs: int,
                  ffn_num_inputs: int | None = None) -> None:
         super().__init__()
+        check_int("ffn_num_hiddens", ffn_num_hiddens)
+        check_int("ffn_num_outputs", ffn_num_outputs)
+        if ffn_num_inputs is not None:
+            check_int("ffn_num_inputs", ffn_num_inputs)
         self.dense1 = nn.Linear(ffn_num_inputs or ffn_num_outputs, ffn_num_hiddens)
         self.relu = nn.ReLU()
         self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        check_features("X", X, self.dense1.in_features)
         return self.dense2(self.relu(self.dense1(X)))  # (batch, n, ffn_num_outputs)
 
 
@@ -45,14 +51,17 @@ class AddNorm(nn.Module):
 
     def __init__(self, norm_shape, dropout: float = 0.0, pre_norm: bool = False) -> None:
         super().__init__()
+        check_probability("dropout", dropout)
         self.dropout = nn.Dropout(dropout)
         self.ln = nn.LayerNorm(norm_shape)
         self.pre_norm = pre_norm
 
     def forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-        if X.shape != Y.shape:
+        check_features("X", X, self.ln.normalized_shape[-1])
+        if not isinstance(Y, torch.Tensor) or X.shape != Y.shape:
+            shape = tuple(Y.shape) if isinstance(Y, torch.Tensor) else type(Y).__name__
             raise ValueError(f"AddNorm needs X and Y of the same shape, got {tuple(X.shape)} "
-                             f"and {tuple(Y.shape)}")
+                             f"and {shape}")
         return self.ln(self.dropout(Y) + X)
 
     def residual(self, X: torch.Tensor, sublayer) -> torch.Tensor:
@@ -77,6 +86,7 @@ class TransformerEncoderBlock(nn.Module):
         self.addnorm2 = AddNorm(num_hiddens, dropout, pre_norm)
 
     def forward(self, X: torch.Tensor, valid_lens=None) -> torch.Tensor:
+        check_tensor("X", X, 3, f"(batch, steps, {self.attention.num_hiddens})")
         Y = self.addnorm1.residual(X, lambda x: self.attention(x, x, x, valid_lens))
         return self.addnorm2.residual(Y, self.ffn)  # (batch, n, num_hiddens)
 
@@ -112,6 +122,7 @@ class TransformerDecoderBlock(nn.Module):
         self.addnorm3 = AddNorm(num_hiddens, dropout, pre_norm)
 
     def forward(self, X: torch.Tensor, state: list):
+        check_state(state)
         enc_outputs, enc_valid_lens, caches = state
         self_cache, cross_cache = caches[self.i] or (None, None)
 
@@ -124,6 +135,24 @@ class TransformerDecoderBlock(nn.Module):
         Y = self.addnorm1.residual(X, self_attend)  # (batch, steps, num_hiddens)
         Z = self.addnorm2.residual(Y, cross_attend)  # (batch, steps, num_hiddens)
         return self.addnorm3.residual(Z, self.ffn), state  # (batch, steps, num_hiddens)
+
+
+def check_state(state) -> None:
+    if not isinstance(state, (list, tuple)):
+        raise TypeError("state must be a list [enc_outputs, enc_valid_lens, caches], got "
+                        f"{type(state).__name__}: build it with decoder.init_state")
+    if len(state) != 3:
+        raise ValueError("state must be a list [enc_outputs, enc_valid_lens, caches], got a list "
+                         f"of {len(state)}: build it with decoder.init_state")
+
+
+def check_features(name: str, X, size: int) -> None:
+    """A floating-point tensor ``(..., size)``."""
+    check_tensor(name, X, tuple(range(1, 9)), f"(..., {size})")
+    check_float(name, X)
+    if X.shape[-1] != size:
+        raise ValueError(f"{name} has last dim {X.shape[-1]} (shape {tuple(X.shape)}), "
+                         f"expected {size}")
 
 
 def _token_embedding(vocab_size: int, num_hiddens: int) -> nn.Embedding:
@@ -156,6 +185,8 @@ class TransformerEncoder(Encoder):
                  num_blks: int, dropout: float = 0.0, use_bias: bool = False,
                  pre_norm: bool = False, max_len: int = 1000) -> None:
         super().__init__()
+        check_int("vocab_size", vocab_size)
+        check_int("num_blks", num_blks, minimum=0)
         self.vocab_size, self.num_hiddens, self.pre_norm = vocab_size, num_hiddens, pre_norm
         self.embedding = _token_embedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
@@ -165,7 +196,7 @@ class TransformerEncoder(Encoder):
         self.ln = nn.LayerNorm(num_hiddens) if pre_norm else nn.Identity()
 
     def forward(self, X: torch.Tensor, valid_lens=None, *args) -> torch.Tensor:
-        check_token_ids("X", X, self.vocab_size)
+        check_token_ids("X", X, self.vocab_size, self.embedding.weight.device)
         X = _embed(self.embedding, self.pos_encoding, X)  # (batch, steps, num_hiddens)
         for blk in self.blks:
             X = blk(X, valid_lens)  # (batch, steps, num_hiddens)
@@ -187,6 +218,8 @@ class TransformerDecoder(Decoder):
                  num_blks: int, dropout: float = 0.0, use_bias: bool = False,
                  pre_norm: bool = False, max_len: int = 1000) -> None:
         super().__init__()
+        check_int("vocab_size", vocab_size)
+        check_int("num_blks", num_blks)
         self.vocab_size, self.num_hiddens, self.num_blks = vocab_size, num_hiddens, num_blks
         self.embedding = _token_embedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
@@ -198,10 +231,19 @@ class TransformerDecoder(Decoder):
         self.dense = nn.Linear(num_hiddens, vocab_size)
 
     def init_state(self, enc_outputs: torch.Tensor, enc_valid_lens=None, *args) -> list:
+        check_tensor("enc_outputs", enc_outputs, 3, f"(batch, src_steps, {self.num_hiddens})")
+        check_device("enc_outputs", enc_outputs, self.embedding.weight.device)
+        if enc_valid_lens is not None:
+            check_tensor("enc_valid_lens", enc_valid_lens, 1, "(batch,)")
+            if enc_valid_lens.shape[0] != enc_outputs.shape[0]:
+                raise ValueError(f"enc_valid_lens has shape {tuple(enc_valid_lens.shape)}; expected "
+                                 f"({enc_outputs.shape[0]},), one length per source sentence")
         caches = [(KVCache(), KVCache(static=True)) for _ in range(self.num_blks)]
         return [enc_outputs, enc_valid_lens, caches]
 
     def forward(self, X: torch.Tensor, state: list):
+        check_state(state)
+        self.check_input(X, state[0].shape[0])
         offset = len(state[2][0][0]) if state[2][0] else 0  # tokens already decoded
         X = _embed(self.embedding, self.pos_encoding, X, offset)  # (batch, steps, num_hiddens)
         for blk in self.blks:

@@ -17,6 +17,7 @@ masked, ``causal``):
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -49,16 +50,17 @@ def _valid_lens(batch: int, n: int, device) -> torch.Tensor:
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return bool(torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-4))
+    tol = 2e-2 if a.dtype in (torch.float16, torch.bfloat16) else 1e-3  # a few units of the last place
+    return bool(torch.allclose(a.float(), b.float(), rtol=tol, atol=tol / 10))
 
 
 # ----------------------------------------------------------------------------- core
 
 
 def core_candidates(batch: int, heads: int, n: int, head_dim: int, mask_kind: str,
-                    device) -> tuple[dict[str, Callable], list[torch.Tensor], dict]:
+                    device, dtype=torch.float32) -> tuple[dict[str, Callable], list[torch.Tensor], dict]:
     """Functions returning ``(output, weights or None)`` for the attention core, and their inputs."""
-    q, k, v = (torch.randn(batch, heads, n, head_dim, device=device, requires_grad=True)
+    q, k, v = (torch.randn(batch, heads, n, head_dim, device=device, dtype=dtype, requires_grad=True)
                for _ in range(3))
     lens = _valid_lens(batch, n, device)
     pad = (torch.arange(n, device=device) < lens.view(-1, 1)).view(batch, 1, 1, n)  # True = attend
@@ -75,12 +77,12 @@ def core_candidates(batch: int, heads: int, n: int, head_dim: int, mask_kind: st
         return attnlib.scaled_dot_product(q, k, v, mask, causal, need_weights=True)
 
     def reference_weights():  # softmax(q k^T / sqrt(d)) with -inf at hidden keys
-        scores = q @ k.transpose(-2, -1) / head_dim ** 0.5  # (batch, heads, n, n)
+        scores = q.float() @ k.float().transpose(-2, -1) / head_dim ** 0.5  # (batch, heads, n, n)
         hide = ~pad if mask_kind == "padding" else \
             torch.ones(n, n, dtype=torch.bool, device=device).triu(1) if causal else None
         if hide is not None:
             scores = scores.masked_fill(hide, float("-inf"))
-        return scores.softmax(-1)
+        return scores.softmax(-1).to(dtype)
 
     fns = {"sdpa": sdpa, "attnlib": ours, "attnlib (weights)": ours_weights}
     return fns, [q, k, v], {"flops_fwd": 4 * batch * heads * n * n * head_dim,
@@ -114,7 +116,7 @@ class RawSDPA(nn.Module):
 
 def _torch_mha(ours: attnlib.MultiHeadAttention, device) -> nn.MultiheadAttention:
     d, h = ours.num_hiddens, ours.num_heads
-    mha = nn.MultiheadAttention(d, h, bias=False, batch_first=True).to(device)
+    mha = nn.MultiheadAttention(d, h, bias=False, batch_first=True).to(device, ours.W_q.weight.dtype)
     with torch.no_grad():
         mha.in_proj_weight.copy_(torch.cat([ours.W_q.weight, ours.W_k.weight, ours.W_v.weight]))
         mha.out_proj.weight.copy_(ours.W_o.weight)
@@ -122,7 +124,7 @@ def _torch_mha(ours: attnlib.MultiHeadAttention, device) -> nn.MultiheadAttentio
 
 
 def _d2l_mha(d2l, ours: attnlib.MultiHeadAttention, X: torch.Tensor, device):
-    mha = d2l.MultiHeadAttention(ours.num_hiddens, ours.num_heads, 0.0).to(device)
+    mha = d2l.MultiHeadAttention(ours.num_hiddens, ours.num_heads, 0.0).to(device, X.dtype)
     with torch.no_grad():
         mha(X[:1, :2], X[:1, :2], X[:1, :2], None)  # materialise the lazy layers
         for name in ("W_q", "W_k", "W_v", "W_o"):
@@ -131,11 +133,12 @@ def _d2l_mha(d2l, ours: attnlib.MultiHeadAttention, X: torch.Tensor, device):
 
 
 def module_candidates(batch: int, num_hiddens: int, heads: int, n: int, mask_kind: str,
-                      device, d2l=None) -> tuple[dict[str, Callable], list[torch.Tensor], dict]:
+                      device, d2l=None, dtype=torch.float32
+                      ) -> tuple[dict[str, Callable], list[torch.Tensor], dict]:
     """Functions returning ``(output, weights (batch, heads, n, n) or None)`` for each module."""
-    ours = attnlib.MultiHeadAttention(num_hiddens, heads).to(device)
+    ours = attnlib.MultiHeadAttention(num_hiddens, heads).to(device, dtype)
     raw = RawSDPA(ours)
-    X = torch.randn(batch, n, num_hiddens, device=device, requires_grad=True)
+    X = torch.randn(batch, n, num_hiddens, device=device, dtype=dtype, requires_grad=True)
     lens = _valid_lens(batch, n, device)
     keep = torch.arange(n, device=device) < lens.view(-1, 1)  # (batch, keys), True = attend
     causal = mask_kind == "causal"
@@ -226,12 +229,14 @@ def check_agreement(fns: dict[str, Callable], reference_weights=None) -> dict[st
 
 
 def run_table(kind: str, plan, device, *, batch=2, num_hiddens=256, heads=4, d2l=None,
-              budget_s=3.0, max_repeats=15, skip=None, log=print) -> list[dict]:
+              budget_s=3.0, max_repeats=15, skip=None, log=print, dtype=torch.float32,
+              peak_gflops: float | None = None) -> list[dict]:
     """Measure one table (``kind`` = "core" or "module"); one row per (n, mask, mode, candidate).
 
     ``plan`` is a list of ``(n, masks, memory_modes, warmup)``: the mask kinds to run at
     length ``n``, the modes whose peak memory is measured, and the warm-up rounds.
     ``skip(name, n) -> bool`` leaves out candidates that would not fit in memory.
+    ``peak_gflops`` (a measured matmul peak) adds each forward's share of it.
     """
     rows = []
     for n, masks, memory_modes, warmup in plan:
@@ -239,10 +244,10 @@ def run_table(kind: str, plan, device, *, batch=2, num_hiddens=256, heads=4, d2l
             torch.manual_seed(0)
             if kind == "core":
                 fns, params, meta = core_candidates(batch, heads, n, num_hiddens // heads,
-                                                    mask_kind, device)
+                                                    mask_kind, device, dtype)
             else:
                 fns, params, meta = module_candidates(batch, num_hiddens, heads, n, mask_kind,
-                                                      device, d2l)
+                                                      device, d2l, dtype)
             if skip is not None:
                 fns = {k: f for k, f in fns.items() if k == "sdpa" or not skip(k, n)}
             agree = check_agreement(fns, meta.get("reference_weights"))
@@ -255,16 +260,19 @@ def run_table(kind: str, plan, device, *, batch=2, num_hiddens=256, heads=4, d2l
                                   warmup=warmup, min_repeats=3 if warmup else 2)
                 for name in fns:
                     mem = peak_bytes(timed[name], device) if mode in memory_modes else None
+                    gflops = meta["flops_fwd"] / res[name]["median_s"] / 1e9
                     rows.append({
                         "table": kind, "n": n, "mask": mask_kind, "mode": mode,
+                        "dtype": str(dtype).removeprefix("torch."), "batch": batch, "heads": heads,
                         "candidate": name, "median_ms": 1e3 * res[name]["median_s"],
                         "min_ms": 1e3 * res[name]["min_s"],
                         "ratio_to_sdpa": paired_ratio(res, name, "sdpa"),
                         "repeats": len(res[name]["times_s"]),
                         "peak_mib": None if mem is None else mem / 2**20, "agrees": agree[name],
                         "sdpa_kernel": ", ".join(backends.get(name, [])) or None,
-                        "gflops": meta["flops_fwd"] / res[name]["median_s"] / 1e9
-                        if mode == "fwd" else None,
+                        "gflops": gflops if mode == "fwd" else None,
+                        "fraction_of_peak": gflops / peak_gflops
+                        if mode == "fwd" and peak_gflops else None,
                     })
                 log(f"  {kind} n={n:5d} {mask_kind:8s} {mode:8s} " + "  ".join(
                     f"{name}={1e3 * r['median_s']:.2f}ms" for name, r in res.items()))
@@ -272,15 +280,15 @@ def run_table(kind: str, plan, device, *, batch=2, num_hiddens=256, heads=4, d2l
     return rows
 
 
-def matmul_peak(device, size: int = 2048, budget_s: float = 3.0) -> dict:
-    """Measured matmul peak: GFLOP/s of a ``size x size`` fp32 matmul (2 size^3 FLOPs)."""
-    a, b = (torch.randn(size, size, device=device) for _ in range(2))
+def matmul_peak(device, size: int = 2048, budget_s: float = 3.0, dtype=torch.float32) -> dict:
+    """Measured matmul peak: GFLOP/s of a ``size x size`` matmul (2 size^3 FLOPs) in ``dtype``."""
+    a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
     res = interleaved({"matmul": lambda: a @ b}, device, budget_s=budget_s, max_repeats=20)
     best = res["matmul"]["min_s"]
     med = res["matmul"]["median_s"]
     flops = 2 * size**3
-    return {"size": size, "median_ms": 1e3 * med, "gflops_median": flops / med / 1e9,
-            "gflops_best": flops / best / 1e9}
+    return {"size": size, "dtype": str(dtype).removeprefix("torch."), "median_ms": 1e3 * med,
+            "gflops_median": flops / med / 1e9, "gflops_best": flops / best / 1e9}
 
 
 def limit(device, n: int = 2048, batch: int = 2, heads: int = 4, head_dim: int = 64,
@@ -347,4 +355,63 @@ def run(device, quick: bool = False, d2l=None, log=print, memory_limit_gib: floa
     module = run_table("module", module_plan, device, batch=batch, num_hiddens=num_hiddens,
                        heads=heads, d2l=d2l, budget_s=budget, skip=skip, log=log)
     lim = limit(device, n=512 if quick else 2048, budget_s=budget)
-    return {"settings": settings, "rows": core + module, "limit": lim}
+    result = {"settings": settings, "rows": core + module, "limit": lim}
+    if device.type == "cuda":
+        result["gpu"] = run_gpu(device, quick=quick, d2l=d2l, log=log)
+    return result
+
+
+#: GPU-sized work: batch x heads = 128 (head_dim 64) fills an H100's SMs at n >= 512.
+GPU_SETTINGS = dict(batch=8, heads=16, num_hiddens=1024)
+GPU_SIZES, GPU_QUICK_SIZES = (512, 1024, 2048, 4096, 8192), (512, 2048)
+GPU_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def run_gpu(device, quick: bool = False, d2l=None, log=print) -> dict:
+    """The core and module tables at GPU sizes in bf16, fp16 and fp32, with TFLOP/s as a share
+    of the measured bf16 matmul peak, and the SDPA kernel each mask gets in each dtype."""
+    sizes = GPU_QUICK_SIZES if quick else GPU_SIZES
+    budget = 0.5 if quick else 1.5
+    free_gib = torch.cuda.mem_get_info(device)[0] / 2**30
+    peak = matmul_peak(device, size=8192, budget_s=budget, dtype=torch.bfloat16)
+    g = GPU_SETTINGS
+
+    def skip(name, n):  # the n x n paths, in 2-byte or 4-byte floats, within half the free memory
+        return not fits_in_memory(name, n, g["batch"], g["heads"], free_gib / 2)
+
+    tables = {}
+    for dtype in GPU_DTYPES:
+        plan = [(n, MASKS, (), 1) for n in sizes]
+        name = str(dtype).removeprefix("torch.")
+        log(f"GPU tables on {device}, {name}")
+        tables[name] = {kind: run_table(kind, plan, device, d2l=d2l if kind == "module" else None,
+                                        budget_s=budget, skip=skip, log=log, dtype=dtype,
+                                        peak_gflops=peak["gflops_median"], **g)
+                        for kind in ("core", "module")}
+    return {"settings": dict(g, sizes=list(sizes), dtypes=[str(d) for d in GPU_DTYPES]),
+            "bf16_matmul_peak": peak, "sdpa_backends": sdpa_backends(device), "tables": tables}
+
+
+def sdpa_backends(device, n: int = 2048) -> dict:
+    """Which SDPA backends accept each mask at GPU sizes, per dtype (each tried alone)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    g = GPU_SETTINGS
+    out = {}
+    for dtype in GPU_DTYPES:
+        q = torch.randn(g["batch"], g["heads"], n, g["num_hiddens"] // g["heads"], device=device,
+                        dtype=dtype)
+        pad = (torch.arange(n, device=device) < n // 2).view(1, 1, 1, n)
+        for mask, kwargs in (("none", {}), ("padding", {"attn_mask": pad}), ("causal", {"is_causal": True})):
+            ok = []
+            for backend in (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION,
+                            SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH):
+                try:
+                    with sdpa_kernel(backend):
+                        F.scaled_dot_product_attention(q, q, q, **kwargs)
+                    ok.append(backend.name.lower())
+                except RuntimeError:
+                    pass
+            picked = kernels_used(functools.partial(F.scaled_dot_product_attention, q, q, q, **kwargs))
+            out[f"{str(dtype).removeprefix('torch.')} {mask}"] = {"accepted": ok, "picked": picked}
+    return out

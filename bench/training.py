@@ -61,8 +61,15 @@ class TorchTransformer(nn.Module):
         return self.dense(out)  # (batch, tgt_steps, tgt_vocab)
 
 
+def _adam(model, lr):
+    """Adam as :func:`attnlib.train_seq2seq` builds it: one fused kernel on the CPU and CUDA."""
+    device = next(model.parameters()).device
+    return torch.optim.Adam(model.parameters(), lr=lr, fused=device.type in ("cpu", "cuda"))
+
+
 def _seq2seq_step(model, pad, lr=0.002):
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    """A training step; tokens are counted on the host beforehand (no sync inside a step)."""
+    opt = _adam(model, lr)
 
     def step(batch):
         src, tgt_in, src_valid_len, label = batch
@@ -71,12 +78,12 @@ def _seq2seq_step(model, pad, lr=0.002):
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        return int((label != pad).sum())
+        return batch.target_tokens
     return step
 
 
 def _encoder_step(encoder, lr=0.002):
-    opt = torch.optim.Adam(encoder.parameters(), lr=lr)
+    opt = _adam(encoder, lr)
 
     def step(batch):
         src, _, src_valid_len, _ = batch
@@ -85,8 +92,15 @@ def _encoder_step(encoder, lr=0.002):
         loss.backward()
         nn.utils.clip_grad_norm_(encoder.parameters(), 1.0)
         opt.step()
-        return int(src_valid_len.sum())
+        return batch.source_tokens
     return step
+
+
+class Batch(tuple):
+    """``(src, tgt_in, src_valid_len, label)`` on the device, with its token counts (host ints)."""
+
+    target_tokens: int
+    source_tokens: int
 
 
 def race(steps: dict, batches: list, device, warmup: int = 3) -> dict:
@@ -122,7 +136,11 @@ def _batches(data, device, count: int) -> list:
     batches = []
     while len(batches) < count:
         for batch in data.train_dataloader():
-            batches.append(tuple(t.to(device) for t in trim_batch(*batch, pad)))
+            trimmed = trim_batch(*batch, pad)  # on the CPU: counting tokens here costs no sync
+            moved = Batch(t.to(device) for t in trimmed)
+            moved.target_tokens = int((trimmed[3] != pad).sum())
+            moved.source_tokens = int(trimmed[2].sum())
+            batches.append(moved)
             if len(batches) == count:
                 break
     return batches
@@ -164,4 +182,19 @@ def run(device, quick: bool = False, d2l=None, threads: int | None = 1, log=prin
         bahdanau = build_model("bahdanau", data).to(device).train()
         result["bahdanau"] = race({"attnlib Bahdanau": _seq2seq_step(bahdanau, pad, lr=0.005)},
                                   batches, device)
+    result["throughput"] = {  # the chapters' presets, tokens/s on this device (compare devices)
+        "transformer (ch7 preset)": result["seq2seq"]["attnlib Transformer"]["tokens_per_s"],
+        "bahdanau (ch4 preset)": result["bahdanau"]["attnlib Bahdanau"]["tokens_per_s"]}
     return result
+
+
+def speedups(results: dict) -> dict:
+    """Each accelerator's training throughput as a multiple of the CPU's (same presets, batches)."""
+    devices = results.get("devices", {})
+    cpu = devices.get("cpu", {}).get("training", {}).get("throughput")
+    out = {}
+    for name, res in devices.items():
+        tp = res.get("training", {}).get("throughput")
+        if name != "cpu" and tp and cpu:
+            out[name] = {k: tp[k] / cpu[k] for k in tp}
+    return out

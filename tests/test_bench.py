@@ -97,6 +97,7 @@ def test_training_runs_on_tiny_data(d2l):
         for v in res[part].values():
             assert v["steps"] == 2 and v["tokens_per_s"] > 0
     assert res["cpu_threads_used"] == 1
+    assert res["throughput"]["bahdanau (ch4 preset)"] == res["bahdanau"]["attnlib Bahdanau"]["tokens_per_s"]
 
 
 def test_torch_transformer_shapes_and_causality():
@@ -172,3 +173,19 @@ def test_write_json_and_markdown(tmp_path):
     for needle in ("AMD" if "AMD" in results["machine"]["cpu"] else "CPU", "torch threads",
                    "| 1024 | none |", "**whole book**", "## Goals (cpu)"):
         assert needle in text
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_tables_agree_and_give_a_share_of_the_peak(dtype):
+    rows = attention.run_table("module", TINY_PLAN, CPU, batch=2, num_hiddens=8, heads=2,
+                               budget_s=0.0, max_repeats=1, log=lambda *_: None, dtype=dtype,
+                               peak_gflops=1.0)
+    assert {r["dtype"] for r in rows} == {str(dtype).removeprefix("torch.")}
+    assert [(r["candidate"], r["mask"]) for r in rows if not r["agrees"]] == []
+    assert all(r["fraction_of_peak"] == r["gflops"] for r in rows if r["mode"] == "fwd")
+
+
+def test_training_throughput_and_speedups():
+    res = {"devices": {"cpu": {"training": {"throughput": {"a": 10.0}}},
+                       "cuda": {"training": {"throughput": {"a": 50.0}}}}}
+    assert training.speedups(res) == {"cuda": {"a": 5.0}}

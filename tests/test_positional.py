@@ -77,7 +77,7 @@ def test_max_len_errors(cls):
     (lambda: A.RotaryEmbedding(7), ValueError, r"even dim, got 7"),
     (lambda: A.RotaryEmbedding(8)(torch.zeros(2, 5, 6)), ValueError, r"\(\.\.\., n, 8\), got \(2, 5, 6\)"),
     (lambda: A.RotaryEmbedding(8)(torch.zeros(8)), ValueError, r"got \(8,\)"),
-    (lambda: A.RotaryEmbedding(8)([1.0]), ValueError, r"got list"),
+    (lambda: A.RotaryEmbedding(8)([1.0]), TypeError, r"x must be a torch.Tensor.*got list"),
     (lambda: A.RotaryEmbedding(8, max_len=6)(torch.zeros(1, 4, 8), offset=3), ValueError,
      r"positions up to 7 requested, but max_len=6"),
     (lambda: A.RotaryEmbedding(8)(torch.zeros(1, 4, 8), offset=-2), ValueError, r"non-negative"),

@@ -185,3 +185,70 @@ def test_hard_sampling_follows_the_soft_weights():
     picks = torch.stack([hard(q, k, v)[0, 0] for _ in range(3000)]).mean(0)
     soft = A.DotAttention()(q, k, v)[0, 0]
     torch.testing.assert_close(picks, soft, atol=0.04, rtol=0)
+
+
+# --- one NaN rule on both paths (fused kernel and weights) ---------------------------------------
+
+def _both_paths(q, k, v, mask=None, causal=False):
+    fused, _ = A.scaled_dot_product(q, k, v, mask, causal)
+    weighted, weights = A.scaled_dot_product(q, k, v, mask, causal, need_weights=True)
+    return fused, weighted, weights
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("garbage", [float("nan"), float("inf"), -float("inf"), 1e30])
+def test_garbage_in_masked_keys_and_values_never_leaks(dtype, garbage):
+    q, k, v = (torch.randn(2, 2, n, 8, dtype=dtype) for n in (3, 6, 6))
+    mask = (torch.arange(6) < torch.tensor([6, 2]).view(2, 1)).view(2, 1, 1, 6)  # (batch, 1, 1, keys)
+    tol = 1e-2 if dtype in (torch.bfloat16, torch.float16) else 1e-5  # a few units of the last place
+    clean = _both_paths(q, k, v, mask)
+    k[1, :, 2:], v[1, :, 3:] = garbage, garbage  # padding of the second sequence
+    for causal in (False, True):
+        fused, weighted, weights = _both_paths(q, k, v, mask, causal)
+        assert torch.isfinite(fused).all() and torch.isfinite(weighted).all()
+        assert torch.equal(weights[1, :, :, 2:], torch.zeros_like(weights[1, :, :, 2:]))
+        torch.testing.assert_close(fused.float(), weighted.float(), atol=tol, rtol=tol)
+    torch.testing.assert_close(_both_paths(q, k, v, mask)[0].float(), clean[0].float(), atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_nan_query_gives_nan_row_and_fully_masked_row_gives_zeros(need_weights):
+    q, k, v = torch.randn(2, 1, 3, 8), torch.randn(2, 1, 5, 8), torch.randn(2, 1, 5, 8)
+    q[0, 0, 1] = float("nan")
+    for mask in (None, torch.ones(2, 1, 1, 5, dtype=torch.bool)):
+        out, _ = A.scaled_dot_product(q, k, v, mask, need_weights=need_weights)
+        assert out[0, 0, 1].isnan().all() and torch.isfinite(out[0, 0, [0, 2]]).all()
+        assert torch.isfinite(out[1]).all()
+    hidden = torch.zeros(2, 1, 1, 5, dtype=torch.bool)
+    out, _ = A.scaled_dot_product(q, k, v, hidden, need_weights=need_weights)
+    assert torch.equal(out, torch.zeros_like(out))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_weights_path_computes_half_precision_in_float32(dtype):
+    """Recording weights must not change what a half-precision model computes: both paths are
+    as close to a float64 reference as the inputs' rounding allows."""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (3 * torch.randn(2, 4, 128, 64, generator=gen) for _ in range(3))
+    q, k, v = (x.to(dtype) for x in (q, k, v))
+    mask = torch.arange(128) < torch.tensor([128, 70]).view(2, 1, 1, 1)  # (batch, 1, 1, keys)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q.double(), k.double(), v.double(), attn_mask=mask)
+    fused, weighted, weights = _both_paths(q, k, v, mask)
+    assert weighted.dtype == weights.dtype == dtype
+    scale = ref.abs().max()
+    fused_err = ((fused.double() - ref).abs().max() / scale).item()
+    weighted_err = ((weighted.double() - ref).abs().max() / scale).item()
+    assert weighted_err <= 1.5 * fused_err + 1e-3, (weighted_err, fused_err)
+
+
+def test_mha_paths_agree_on_masked_garbage():
+    mha = A.MultiHeadAttention(8, 2).eval()
+    X = torch.randn(2, 5, 8)
+    X[1, 3:] = float("nan")  # padding of the second sentence
+    lens = torch.tensor([5, 3])
+    fused = mha(X, X, X, lens)
+    with A.record_attention(mha):
+        weighted = mha(X, X, X, lens)
+    torch.testing.assert_close(fused[:, :3], weighted[:, :3])
+    assert torch.isfinite(fused[0]).all() and torch.isfinite(fused[1, :3]).all()
