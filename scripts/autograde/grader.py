@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-
 from autograde.sandbox import Sandbox, SandboxError, StudentError
 
 HIDDEN = "### BEGIN HIDDEN TESTS"
@@ -198,7 +197,7 @@ class Session:
             raise exc from None
         except SandboxError as err:
             self.box.close()
-            raise Broken(f"{name}(...): " + _sandbox_error(err, self.timeout)) from None
+            raise Broken(f"{name}: " + _sandbox_error(err, self.timeout)) from None
 
     def close(self) -> None:
         if self.box is not None:
@@ -288,7 +287,7 @@ def _run_test(test: TestCell, namespace: dict, out: io.StringIO) -> str | None:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
                 exec(compile(source, f"<{test.grade_id}>", "exec"), namespace)  # noqa: S102
         except Broken as err:
-            return f"your code broke the notebook's process in {err}"
+            return f"{part} failed: your function {err}"
         except NameError as err:
             return f"{part} failed: {err}"
         except Exception as err:  # noqa: BLE001 - the test's own verdict

@@ -90,8 +90,8 @@ def _command(work: Path, fds: tuple[int, int], binds: list[tuple[int, str]]) -> 
             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "OMP_NUM_THREADS", "1",
             "--setenv", "OMP_WAIT_POLICY", "PASSIVE", "--setenv", "PYTHONHASHSEED", "0",
             "--setenv", "MPLBACKEND", "Agg", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
-            str(Path(sys.prefix).resolve() / "bin" / Path(sys.executable).name), "/sandbox/runner.py", *map(str, fds),
-            str(MEMORY), str(PROCESSES), str(OUTPUT)]
+            str(Path(sys.prefix).resolve() / "bin" / Path(sys.executable).name),
+            "/sandbox/runner.py", *map(str, fds), str(MEMORY), str(PROCESSES), str(OUTPUT)]
     return cmd
 
 
@@ -180,15 +180,17 @@ class Sandbox:
             pass
         self.proc.wait()
         if self.cgroup is not None:  # anything that left the process group, and the cgroup
-            for _ in range(50):
-                pids = (self.cgroup / "cgroup.procs").read_text().split()
-                for pid in pids:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(int(pid), signal.SIGKILL)
+            for _ in range(100):
+                with contextlib.suppress(OSError):
+                    for pid in (self.cgroup / "cgroup.procs").read_text().split():
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(int(pid), signal.SIGKILL)
                 with contextlib.suppress(OSError):
                     self.cgroup.rmdir()
+                if not self.cgroup.exists():
                     break
                 time.sleep(0.05)
+            self.cgroup = None
         for fd in (self._req, self._rep):
             try:
                 os.close(fd)
