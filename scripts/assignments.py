@@ -45,7 +45,7 @@ SOURCE = ROOT / "assignments" / "source"
 CONFIG = ROOT / "assignments" / "nbgrader_config.py"
 EXERCISE = re.compile(r"^ex(\d+)_")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the autograde package
-from autograde.pairs import Result, _find_submission, grade_pair  # noqa: E402
+from autograde.pairs import Result, _find_submission, grade_pair, worker_init  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -112,13 +112,6 @@ class Run:
         return (f"graded {len(handed)} submission{'s' * (len(handed) != 1)}, {len(students)} "
                 f"student{'s' * (len(students) != 1)}, {len(self.results)} "
                 f"row{'s' * (len(self.results) != 1)} in {self.seconds:.0f} s")
-
-
-def _worker_init(path: str) -> None:
-    sys.path.insert(0, path)
-    import torch
-
-    torch.set_num_threads(1)  # one pair per core: the workers are the parallelism
 
 
 def _feedback(result: Result, points: dict[int, float], path: Path) -> None:
@@ -209,7 +202,7 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
         import multiprocessing
 
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_worker_init,
+                                 initializer=worker_init,
                                  initargs=(str(Path(__file__).resolve().parent),)) as pool:
             futures = [pool.submit(grade_pair, *args[p]) for p in pairs]
             for future in as_completed(futures):

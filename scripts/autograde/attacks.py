@@ -102,7 +102,7 @@ def general_attention(queries, keys, values, W, valid_lens=None):
     "snoops": ({"ex4_solution": '''
 import os
 found = [p for p in __HOST_PATHS__ if os.path.exists(p)]
-found += [p for p in ("/root", "/etc/passwd", "/home") if os.path.exists(p) and os.listdir(p)]
+found += [p for p in ("/etc/passwd", "/etc/shadow", "/root/.ssh", "/root/.bash_history") if os.path.exists(p)]
 cheated = bool(found)
 print("found", found)
 ''' + IF_CHEATED}, NO_EX4),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,3 +91,8 @@ def grade_pair(student: str, name: str, submission: Path | None, work: Path, sou
                       [f"internal error: {type(err).__name__}: {_short(err)}"], sandbox)
 
 
+def worker_init(path: str) -> None:
+    sys.path.insert(0, path)
+    import torch
+
+    torch.set_num_threads(1)  # one pair per core: the workers are the parallelism

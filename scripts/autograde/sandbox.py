@@ -90,6 +90,7 @@ def _command(work: Path, fds: tuple[int, int], binds: list[tuple[int, str]]) -> 
             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "OMP_NUM_THREADS", "1",
             "--setenv", "OMP_WAIT_POLICY", "PASSIVE", "--setenv", "PYTHONHASHSEED", "0",
             "--setenv", "MPLBACKEND", "Agg", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+            "--setenv", "PYTHONUNBUFFERED", "1",
             str(Path(sys.prefix).resolve() / "bin" / Path(sys.executable).name),
             "/sandbox/runner.py", *map(str, fds), str(MEMORY), str(PROCESSES), str(OUTPUT)]
     return cmd
@@ -121,7 +122,8 @@ class Sandbox:
             cmd = [sys.executable, str(RUNNER), str(req_r), str(rep_w),
                    str(MEMORY), str(PROCESSES), str(OUTPUT)]
             env = {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME")}
-            env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(ATTNLIB.parent), MPLBACKEND="Agg")
+            env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(ATTNLIB.parent), MPLBACKEND="Agg",
+                       PYTHONUNBUFFERED="1")
             preexec = None
         else:
             # bwrap binds through file descriptors opened here, so a root grader can drop to an
