@@ -204,9 +204,18 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=worker_init,
                                  initargs=(str(Path(__file__).resolve().parent),)) as pool:
-            futures = [pool.submit(grade_pair, *args[p]) for p in pairs]
+            futures = {pool.submit(grade_pair, *args[p]): p for p in pairs}
             for future in as_completed(futures):
-                record(future.result())
+                try:
+                    record(future.result())
+                except Exception as err:  # noqa: BLE001 - a worker died: that pair fails, not the run
+                    s, n = futures[future]
+                    from autograde.grader import load_spec
+
+                    points = load_spec(source, n).points
+                    record(Result(s, n, dict.fromkeys(points, 0.0), sum(points.values()), "grading failed",
+                                  [f"the grader's worker died ({type(err).__name__})"],
+                                  "no" if no_sandbox else "yes"))
     run.results = [done[p] for p in pairs]
     _write_csv(run.csv, run.results)
     run.seconds = time.monotonic() - started

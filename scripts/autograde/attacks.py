@@ -116,7 +116,7 @@ except OSError:
 ''' + IF_CHEATED}, NO_EX4),
     "writes_everywhere": ({"ex4_solution": '''
 import os, shutil
-for path in __HOST_PATHS__ + ["/usr/lib", os.path.dirname(os.__file__), "/sandbox/lib/attnlib"]:
+for path in __HOST_PATHS__ + ["/sandbox/lib/attnlib"]:  # decoys only: never aim at real files
     for victim in (path, os.path.join(path, "owned.txt")):
         try:
             with open(victim, "w") as fh:
