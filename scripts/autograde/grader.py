@@ -208,7 +208,7 @@ class Session:
 def _student_error(err: StudentError) -> str:
     if err.ename == "NotImplementedError":
         return "not answered (raise NotImplementedError is still there)"
-    return f"{err.ename}: {_short(err.message, 120)}" if err.message else err.ename
+    return _memory_note(f"{err.ename}: {_short(err.message, 120)}" if err.message else err.ename)
 
 
 def _sandbox_error(err: SandboxError, timeout: float) -> str:
@@ -254,7 +254,7 @@ def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
             if why != "ok":
                 ex = step.exercise or 0
                 where = "your solution cell failed: " if step.exercise else f"{step.label} failed: "
-                text = why if why.startswith("not answered") else where + _memory_note(why)
+                text = why if why.startswith("not answered") else where + why
                 if step.exercise:
                     lost.setdefault(ex, []).append(text)
                 else:

@@ -148,7 +148,11 @@ class Sandbox:
         finally:
             for fd in (req_r, rep_w, *opened):
                 os.close(fd)
-        self._receive(start_timeout)  # ("ready",) once torch is imported
+        try:
+            self._receive(start_timeout)  # ("ready",) once torch is imported
+        except BaseException:
+            self.close()
+            raise
 
     # ------------------------------------------------------------------ plumbing
     def _contain(self):
