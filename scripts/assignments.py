@@ -40,6 +40,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+STARTED = time.monotonic()
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "assignments" / "source"
 CONFIG = ROOT / "assignments" / "nbgrader_config.py"
@@ -253,6 +254,7 @@ def main(argv=None) -> int:
         return 0
     run = grade(args.submissions, args.out, args.timeout, jobs=args.jobs or None,
                 no_sandbox=args.no_sandbox, student=args.student, assignment=args.assignment)
+    run.seconds = time.monotonic() - STARTED  # the whole command, start-up included
     print(run.summary())
     print(f"grade table: {run.csv}")
     print(f"feedback:    {run.feedback}/STUDENT/ASSIGNMENT.md")
