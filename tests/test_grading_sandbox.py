@@ -69,6 +69,9 @@ def sleepers() -> list[str]:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    why = sandbox.probe()
+    if why:  # e.g. a CI image without user namespaces: make grade refuses there too
+        pytest.skip(f"no sandbox can run on this machine: {why}")
     tmp = tmp_path_factory.mktemp("class")
     source = tmp / "source"
     shutil.copytree(SOURCE, source)

@@ -330,17 +330,19 @@ def _death(returncode: int | None) -> str:
 
 
 def probe(no_sandbox: bool = False) -> str | None:
-    """Why no sandbox can run here (None when one can)."""
+    """Why no sandbox can run here (None when one can): starts a real one and runs a cell."""
     if no_sandbox:
         return None
     if not bwrap():
         return "bubblewrap (bwrap) is not installed"
-    cmd = [bwrap(), "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "/bin/true"]
-    try:
-        kwargs = {"preexec_fn": _drop_root} if os.geteuid() == 0 else {}
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, **kwargs)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"bwrap could not start: {err}"
-    if done.returncode != 0:
-        return f"bwrap failed: {done.stderr.strip()[:300]} (are user namespaces disabled?)"
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="attnbook-probe-") as tmp:
+        try:
+            with Sandbox(Path(tmp) / "probe", start_timeout=300) as box:
+                box.run("x = 1", 60)
+        except Exception as err:  # noqa: BLE001 - any failure is a reason to refuse
+            log = (Path(tmp) / "probe.log").read_text(errors="replace").strip()[-300:]
+            return (f"a test sandbox failed ({err}; bwrap said: {log or 'nothing'}; "
+                    "are user namespaces disabled?)")
     return None
