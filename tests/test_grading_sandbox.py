@@ -1,0 +1,216 @@
+"""Grading a class you can trust: adversarial submissions, sandbox, crashes, parallel runs.
+
+One class is graded once (two jobs, 5 s per cell) and many tests read its grade table: every
+source notebook (full marks), untouched student versions (0) of three assignments, the
+attacks of ``scripts/autograde/attacks.py`` (each with its expected points per exercise) and
+files that are not notebooks. The grader reads a *copy* of the sources and the attacks aim at
+decoy files next to it, so a broken defence can only damage ``tmp_path``.
+"""
+import csv
+import hashlib
+import importlib.util
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "assignments" / "source"
+NAMES = sorted(p.name for p in SOURCE.iterdir() if p.is_dir())
+
+spec = importlib.util.spec_from_file_location("assignments_cli", ROOT / "scripts" / "assignments.py")
+cli = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = cli
+spec.loader.exec_module(cli)  # puts scripts/ on sys.path, so autograde imports
+from autograde import attacks, sandbox  # noqa: E402
+
+pytestmark = pytest.mark.slow
+CH03 = attacks.NAME
+IDLE = NAMES[:1] + NAMES[-1:]  # untouched student versions graded (the others are like them)
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        return {(r["student"], r["assignment"]): r for r in csv.DictReader(fh)}
+
+
+def digest(*roots: Path, skip: Path | None = None) -> dict:
+    out = {}
+    for root in roots:
+        for p in sorted(root.rglob("*")):
+            if skip is not None and p.is_relative_to(skip):
+                continue
+            if p.is_file() and not p.is_symlink():
+                out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def untouched(name):
+    nb = nbformat.read(SOURCE / name / f"{name}.ipynb", as_version=4)
+    for c in nb.cells:
+        if c.metadata.get("nbgrader", {}).get("solution"):
+            c.source = "# YOUR CODE HERE\nraise NotImplementedError()"
+    return nb
+
+
+def sleepers() -> list[str]:
+    found = []
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and b"4242.5" in (p / "cmdline").read_bytes():
+                found.append(p.name)
+        except OSError:
+            pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    why = sandbox.probe()
+    if why:  # e.g. a CI image without user namespaces: make grade refuses there too
+        pytest.skip(f"no sandbox can run on this machine: {why}")
+    tmp = tmp_path_factory.mktemp("class")
+    source = tmp / "source"
+    shutil.copytree(SOURCE, source)
+    decoys = tmp / "repo"
+    decoys.mkdir()
+    (decoys / "Makefile").write_text("grade:\n\ttrue\n")
+    (decoys / "gradebook.db").write_bytes(b"SQLite format 3\x00")
+    subs, out = tmp / "submitted", tmp / "out"
+    targets = [source, source / CH03 / f"{CH03}.ipynb", subs / "solver", decoys, decoys / "Makefile",
+               decoys / "gradebook.db", out]
+    expected = attacks.write_class(subs, source, host_paths=targets)
+    for name in NAMES:  # ch03's untouched version is the attack "untouched"
+        todo = [("solver", nbformat.read(SOURCE / name / f"{name}.ipynb", as_version=4))]
+        todo += [("idle", untouched(name))] if name in IDLE else []
+        for student, nb in todo:
+            (subs / student / name).mkdir(parents=True)
+            nbformat.write(nb, subs / student / name / f"{name}.ipynb")
+    (subs / "textfile").mkdir()
+    (subs / "textfile" / f"{CH03}.txt").write_text("my answers: 42\n")
+    (subs / "corrupt" / CH03).mkdir(parents=True)
+    truncated = (SOURCE / CH03 / f"{CH03}.ipynb").read_text()[:700]
+    (subs / "corrupt" / CH03 / f"{CH03}.ipynb").write_text(truncated)
+    (subs / "renamed").mkdir()
+    shutil.copy(SOURCE / CH03 / f"{CH03}.ipynb", subs / "renamed" / f"{CH03} (1).ipynb")
+    before = digest(tmp, ROOT / "attnlib", ROOT / "scripts", ROOT / "assignments", skip=out)
+    lines = []
+    run = cli.grade(subs, out, timeout=5, source=source, jobs=2, log=lines.append)
+    return {"tmp": tmp, "out": out, "run": run, "rows": read_csv(run.csv), "expected": expected,
+            "before": before, "lines": lines, "source": source, "subs": subs}
+
+
+@pytest.mark.parametrize("attack", sorted(attacks.ATTACKS))
+def test_each_attack_gets_exactly_its_expected_points(graded, attack):
+    row = graded["rows"][attack, CH03]
+    got = tuple(int(float(row[f"ex{k}"])) for k in range(1, 5))
+    assert (row["status"], row["sandbox"], got) == ("graded", "yes", graded["expected"][attack]), row["notes"]
+    assert row["max_total"] == "10"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_source_scores_full_marks_and_its_student_version_zero(graded, name):
+    solver = graded["rows"]["solver", name]
+    assert solver["status"] == "graded" and solver["notes"] == "", solver["notes"]
+    assert float(solver["total"]) == float(solver["max_total"]) > 0
+    if name not in IDLE and name != CH03:
+        return
+    idle = graded["rows"]["idle" if name in IDLE else "untouched", name]
+    assert idle["status"] == "graded" and float(idle["total"]) == 0
+    assert idle["notes"].count("not answered") == sum(1 for k in idle if k.startswith("ex") and idle[k])
+    feedback = (graded["run"].feedback / "solver" / f"{name}.md").read_text()
+    assert f"Score: {solver['total']} / {solver['max_total']}" in feedback
+
+
+def test_no_file_outside_the_output_folder_changed(graded):
+    after = digest(graded["tmp"], ROOT / "attnlib", ROOT / "scripts", ROOT / "assignments",
+                   skip=graded["out"])
+    assert after == graded["before"]
+
+
+def test_nothing_the_submissions_started_is_still_running(graded):
+    assert sleepers() == []
+    assert not list(Path("/sys/fs/cgroup/pids").glob(f"attnbook-grade-{os.getpid()}-*"))
+
+
+def test_feedback_never_quotes_the_hidden_tests(graded):
+    hidden = set()
+    for name in NAMES:
+        nb = nbformat.read(SOURCE / name / f"{name}.ipynb", as_version=4)
+        for c in nb.cells:
+            _, _, text = c.source.partition("### BEGIN HIDDEN TESTS")
+            hidden |= {ln.strip() for ln in text.splitlines() if len(ln.strip()) > 12}
+    for path in graded["run"].feedback.rglob("*.md"):
+        text = path.read_text()
+        assert "HIDDEN" not in text and not [ln for ln in hidden if ln in text], path
+
+
+def test_the_notes_say_what_happened(graded):
+    rows = graded["rows"]
+
+    def notes(student):
+        return rows[student, CH03]["notes"]
+
+    assert "memory limit" in notes("memory_hog")
+    assert "stopped after the 5 s time limit per cell" in notes("loops")
+    assert "points already earned were kept" in notes("killed_in_call")
+    assert "ValueError: student bug" in notes("raises")
+    assert "ex4_solution appears 2 times" in notes("duplicated_cell") and "is the one graded" in \
+        notes("duplicated_cell")
+    assert "test cell ex2_tests was missing; the original ran" in notes("deletes_test")
+    assert "self-check failed" in notes("prints_passed")
+    # the process limit held: the fork loop stopped long before its 400 children
+    log = (graded["run"].folder / "work" / "fork_bomb" / CH03 / "sandbox0.log").read_text()
+    forked = int(log.split("forked ")[1].split()[0])
+    assert forked <= sandbox.PROCESSES + 8  # a root grader's pids cgroup allows 8 more
+    flood = graded["run"].folder / "work" / "output_flood" / CH03 / "sandbox0.log"
+    assert flood.stat().st_size <= sandbox.OUTPUT
+    assert "found []" in (graded["run"].folder / "work" / "snoops" / CH03 / "sandbox0.log").read_text()
+
+
+def test_files_that_are_not_notebooks_and_renamed_notebooks(graded):
+    rows = graded["rows"]
+    text, corrupt, renamed = rows["textfile", CH03], rows["corrupt", CH03], rows["renamed", CH03]
+    assert text["status"] == corrupt["status"] == "not a notebook"
+    assert text["total"] == corrupt["total"] == "0"
+    assert "found: ch03_scoring_functions.txt" in text["notes"]
+    assert "not a readable notebook" in corrupt["notes"] and "JSON" in corrupt["notes"]
+    assert renamed["total"] == "10" and "graded ch03_scoring_functions (1).ipynb as" in renamed["notes"]
+
+
+def test_progress_is_written_per_test_cell(graded):
+    lines = (graded["run"].folder / "work" / "killed_in_call" / CH03 / "progress.jsonl").read_text()
+    assert [ln.count('"points": 0.0') for ln in lines.splitlines()] == [0, 0, 1, 0]
+
+
+def test_counts_printed_match_what_was_done(graded):
+    run, rows = graded["run"], graded["rows"]
+    students = {s for s, _ in rows}
+    handed = [r for r in rows.values() if r["status"] != "no submission"]
+    assert run.summary().startswith(f"graded {len(handed)} submissions, {len(students)} students, "
+                                    f"{len(rows)} rows")
+    assert len(graded["lines"]) == len(rows) + 1
+
+
+def test_a_second_run_keeps_the_first(graded, tmp_path):
+    first = graded["run"]
+    one = tmp_path / "one"
+    (one / "solver").mkdir(parents=True)
+    shutil.copy(SOURCE / NAMES[0] / f"{NAMES[0]}.ipynb", one / "solver" / f"{NAMES[0]}.ipynb")
+    second = cli.grade(one, graded["out"], timeout=30, source=graded["source"], jobs=1, log=lambda *a: None,
+                       student="solver", assignment=NAMES[0])
+    assert second.folder != first.folder and first.csv.is_file() and second.csv.is_file()
+    assert ("solver", CH03) in read_csv(first.csv)
+    assert list(read_csv(second.csv)) == [("solver", NAMES[0])]
+    assert (first.feedback / "raises" / f"{CH03}.md").is_file()
+    assert (graded["out"] / "latest").resolve() == second.folder.resolve()
+
+
+def test_no_sandbox_refuses_with_a_reason(monkeypatch, tmp_path):
+    monkeypatch.setattr(sandbox, "bwrap", lambda: None)
+    (tmp_path / "s" / "x").mkdir(parents=True)
+    with pytest.raises(SystemExit, match="bubblewrap.*--no-sandbox"):
+        cli.grade(tmp_path / "s", tmp_path / "out", log=lambda *a: None)
