@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,7 +36,12 @@ class CleanShutdownKernelManager(AsyncKernelManager):
     """An ``AsyncKernelManager`` on IPC sockets whose ``shutdown_kernel`` sends no SIGINT."""
 
     def __init__(self, **kwargs):
-        kwargs.setdefault("transport", "ipc" if os.name == "posix" else "tcp")
+        self._ipc_dir = None
+        if os.name == "posix" and "transport" not in kwargs:
+            # Sockets in a private folder, named by an absolute path: jupyter_client's default
+            # ("kernel-ipc-N") is relative, so a kernel in another working directory misses it.
+            self._ipc_dir = tempfile.mkdtemp(prefix="nb-ipc-")
+            kwargs.update(transport="ipc", ip=os.path.join(self._ipc_dir, "kernel"))
         super().__init__(**kwargs)
 
     async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
@@ -45,6 +52,11 @@ class CleanShutdownKernelManager(AsyncKernelManager):
         await self.request_shutdown()  # shutdown_request on the control channel
         await self.finish_shutdown()  # waits; SIGTERM, then SIGKILL, only if it hangs
         await self.cleanup_resources()
+
+    async def cleanup_resources(self, restart: bool = False) -> None:
+        await super().cleanup_resources(restart=restart)
+        if self._ipc_dir and not restart:
+            shutil.rmtree(self._ipc_dir, ignore_errors=True)
 
 
 def execute(path: Path, timeout: int = 600) -> float:

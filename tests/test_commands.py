@@ -88,3 +88,28 @@ def test_make_help_lists_every_target_and_the_lab_options():
     listed = set(re.findall(r"make ([a-z][a-z-]*)", text))
     assert phony - internal <= listed, sorted(phony - internal - listed)
     assert 'LAB_ARGS="--port 8890 --no-browser"' in text
+
+
+@pytest.mark.slow
+def test_execute_writes_outputs_quietly_and_leaves_a_failing_notebook_alone(tmp_path):
+    import sys
+
+    import nbformat
+
+    good, bad = tmp_path / "01_good.ipynb", tmp_path / "02_bad.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import os\nprint(os.path.basename(os.getcwd()))")]
+    nbformat.write(nb, good)
+    nb.cells.append(nbformat.v4.new_code_cell("raise ValueError('boom')"))
+    nbformat.write(nb, bad)
+    before = bad.read_bytes()
+    run = [sys.executable, str(ROOT / "scripts" / "execute.py")]
+    done = subprocess.run([*run, str(good)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no kernel WARNING (TCP) or ERROR (KeyboardInterrupt) lines
+    out = nbformat.read(good, as_version=4).cells[0].outputs
+    assert out[0]["text"] == f"{tmp_path.name}\n"  # ran in the notebook's folder
+    failed = subprocess.run([*run, str(good), str(bad)], capture_output=True, text=True,
+                            timeout=300)
+    assert failed.returncode == 1 and "boom" in failed.stderr
+    assert bad.read_bytes() == before  # not written
