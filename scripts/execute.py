@@ -81,7 +81,9 @@ def main(argv=None) -> int:
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     total = 0.0
     for path in paths:
-        path = Path(os.path.relpath(path))
+        path = path.resolve()
+        if path.is_relative_to(Path.cwd()):
+            path = path.relative_to(Path.cwd())
         print(f"{path}: running", end="", flush=True)
         try:
             seconds = execute(path, args.timeout)
