@@ -19,18 +19,30 @@ PYTEST_ARGS ?=
 .PHONY: help install lab test lint format clean lock execute
 
 help:
-	@echo "make lab          set up and start JupyterLab on notebooks/"
-	@echo "make test         set up and run lint, unit tests and every notebook (nbval)"
-	@echo "make lint         ruff over attnlib/, tests/, the notebooks, assignments/, scripts/"
-	@echo "make install      build $(VENV) from requirements.lock (a no-op when up to date)"
-	@echo "make execute      re-run every notebook in place (after changing attnlib: notebooks show its source)"
-	@echo "make book         build the static website into build/book/"
-	@echo "make assignments  write the student versions to build/assignments/release/"
-	@echo "make grade        autograde SUBMISSIONS=folder (default build/submitted) [JOBS=N] -> build/grades/runs/"
-	@echo "make quality      train every translation model over 3 seeds -> results/quality.md"
-	@echo "make bench        time attnlib against PyTorch and d2l -> results/bench.md"
-	@echo "make lock         re-resolve requirements.in into requirements.lock"
-	@echo "make clean        remove $(VENV) and build outputs"
+	@echo "Reading and running the book:"
+	@echo "  make lab          set up (if needed) and start JupyterLab on notebooks/"
+	@echo "                    options: make lab LAB_ARGS=\"--port 8890 --no-browser\""
+	@echo "  make book         build the static website into build/book/ (open build/book/index.html)"
+	@echo "Checks:"
+	@echo "  make test         lint, unit tests, every notebook (strict nbval) and the website in Chromium"
+	@echo "                    options: make test PYTEST_ARGS=\"tests/test_bench.py\""
+	@echo "  make test-lab CH=N  run the JupyterLab browser test for one chapter"
+	@echo "  make lint         ruff over attnlib/, tests/, the notebooks, assignments/, scripts/"
+	@echo "  make format       ruff format attnlib/ and tests/, then ruff's safe fixes"
+	@echo "Measurements (rewrite committed files in results/):"
+	@echo "  make quality      train every translation model over 3 seeds -> results/quality.md"
+	@echo "  make bench        time attnlib against PyTorch and d2l -> results/bench.md"
+	@echo "                    (python -m bench --quick: a short check that writes build/bench-quick/)"
+	@echo "For instructors (docs/instructors.md):"
+	@echo "  make assignments  write the student versions to build/assignments/release/"
+	@echo "  make grade        autograde SUBMISSIONS=folder (default build/submitted) [JOBS=N] -> build/grades/runs/"
+	@echo "Set-up and maintenance:"
+	@echo "  make install      build $(VENV) from requirements.lock (a no-op when up to date)"
+	@echo "  make system-deps  apt-get chromium and fonts-wqy-zenhei for the website test (sudo unless root)"
+	@echo "  make execute      re-run every notebook in place (after changing attnlib: notebooks show its source)"
+	@echo "                    one chapter: make execute NB=notebooks/04_bahdanau_attention.ipynb"
+	@echo "  make lock         re-resolve requirements.in into requirements.lock"
+	@echo "  make clean        remove $(VENV) and build outputs"
 
 install: $(STAMP)
 
@@ -55,9 +67,11 @@ format: install
 	$(BIN)/ruff format attnlib tests
 	$(BIN)/ruff check --fix attnlib tests notebooks
 
+# Like `jupyter nbconvert --execute --inplace`, without the kernels' shutdown and TCP noise
+# (scripts/execute.py says why). One chapter: make execute NB=notebooks/04_bahdanau_attention.ipynb
+NB ?=
 execute: install
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.kernel_name=python3 \
-	  --ExecutePreprocessor.timeout=600 notebooks/[0-9][0-9]_*.ipynb
+	$(BIN)/python scripts/execute.py $(NB)
 
 test: install book-deps lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -97,24 +111,43 @@ bench: install  ## time attnlib against PyTorch and d2l; writes results/bench.{j
 	$(BIN)/python -m bench
 
 # The book as an offline static website in build/book/ (scripts/build_book.py; checked in headless
-# Chromium by tests/test_book.py). Set-up, run by `make install`: the `chromium` package on
-# Debian/Ubuntu when missing (as root, or with password-less sudo; otherwise a note), a CJK font so
-# its screenshots show the glossary's Chinese (fonts-wqy-zenhei), and the pinned MathJax the site
-# serves (fetched once from the npm registry, hash-checked, kept in .venv).
-.PHONY: book book-deps
+# Chromium by tests/test_book.py). book-deps fetches the pinned MathJax the site serves (once, from
+# the npm registry, hash-checked, kept in .venv) and looks for the system packages the browser test
+# needs. It installs missing ones only when it runs as root (CI on a fresh Debian machine), saying
+# what and why first; otherwise it names them and `make system-deps`. It never calls sudo:
+# `make system-deps` does, when you ask for it.
+.PHONY: book book-deps system-deps
+# Sets $$pkgs to the Debian packages missing here and $$why to what each is for: chromium unless
+# $$CHROME or a Chrome/Chromium is on PATH, fonts-wqy-zenhei unless fontconfig knows a Chinese font.
+MISSING_PKGS = pkgs=""; why=""; \
+  for b in $$CHROME chromium chromium-browser google-chrome google-chrome-stable ""; do \
+    [ -n "$$b" ] && command -v $$b >/dev/null && break; done; \
+  [ -n "$$b" ] || { pkgs="chromium"; \
+    why="chromium: the headless browser in which tests/test_book.py opens every page of the site"; }; \
+  { command -v fc-list >/dev/null && fc-list :lang=zh | grep -q .; } || { \
+    pkgs="$$pkgs fonts-wqy-zenhei"; why="$${why:+$$why; }fonts-wqy-zenhei: a Chinese font, so that \
+the page screenshots show the glossary's Chinese"; }; \
+  pkgs=$$(echo $$pkgs)
+
 book-deps: $(STAMP)
-	@pkgs=""; for b in $$CHROME chromium chromium-browser google-chrome google-chrome-stable ""; do \
-	  [ -n "$$b" ] && command -v $$b >/dev/null && break; done; \
-	[ -n "$$b" ] || pkgs="chromium"; \
-	{ command -v fc-list >/dev/null && fc-list :lang=zh | grep -q .; } || pkgs="$$pkgs fonts-wqy-zenhei"; \
+	@$(MISSING_PKGS); \
 	if [ -z "$$pkgs" ]; then :; \
 	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  echo "book-deps: installing $$pkgs with apt-get (running as root). $$why."; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs; \
-	elif command -v apt-get >/dev/null && sudo -n true 2>/dev/null; then \
-	  sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs; \
-	elif [ -z "$$b" ]; then echo "note: no Chrome/Chromium found; tests/test_book.py needs one" \
-	  "(Debian/Ubuntu: sudo apt-get install chromium; elsewhere install Chrome and set CHROME)."; fi
+	else echo "note: missing $$pkgs ($$why). The book builds without them; to install them run" \
+	  "'make system-deps' (Debian/Ubuntu), or install Chrome/Chromium and set CHROME=/path/to/it."; fi
 	@$(BIN)/python scripts/build_book.py --mathjax-only >/dev/null
+
+system-deps:  ## install the system packages the browser test needs (Debian/Ubuntu; sudo unless root)
+	@$(MISSING_PKGS); \
+	if [ -z "$$pkgs" ]; then echo "system-deps: nothing to install (Chrome/Chromium and a Chinese font are here)."; exit 0; fi; \
+	command -v apt-get >/dev/null || { echo "system-deps: no apt-get here; install these with your" \
+	  "package manager (or install Chrome and set CHROME): $$why."; exit 1; }; \
+	if [ "$$(id -u)" = 0 ]; then sudo=""; elif command -v sudo >/dev/null; then sudo="sudo"; \
+	else echo "system-deps: run it as root (no sudo here)."; exit 1; fi; \
+	echo "system-deps: installing $$pkgs with $${sudo:+sudo }apt-get. $$why."; \
+	$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs
 
 book: book-deps  ## build the static website into build/book/ (open build/book/index.html)
 	$(BIN)/python scripts/build_book.py

@@ -1,11 +1,19 @@
-"""``python -m bench [--quick] [--parts attention,training,notebooks] [--out results]``."""
+"""``python -m bench [--quick] [--parts attention,training,notebooks] [--out DIR]``.
+
+A full run writes ``results/bench.{json,md}`` (the book publishes them; ``make bench``).
+A quick run checks that the benchmark works and writes ``build/bench-quick/``, so that
+it never replaces the committed results.
+"""
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # Threads that sleep instead of spinning between parallel regions: on a machine whose
 # cores other processes share, spinning threads make timings erratic (attnlib.training's
@@ -13,7 +21,6 @@ from pathlib import Path
 # environment the user had.
 _USER_OMP = os.environ.get("OMP_WAIT_POLICY")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # keep torch.profiler quiet
 
 
 def main(argv=None) -> int:
@@ -26,8 +33,13 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", default=None,
                         help="comma-separated sequence lengths for the attention tables")
     parser.add_argument("--no-d2l", action="store_true", help="do not import d2l")
-    parser.add_argument("--out", default="results", help="folder for bench.json and bench.md")
+    parser.add_argument("--out", default=None, type=Path,
+                        help="folder for bench.json and bench.md (default: results/, or "
+                             "build/bench-quick/ with --quick)")
     args = parser.parse_args(argv)
+    out = args.out or ROOT / ("build/bench-quick" if args.quick else "results")
+    command = shlex.join(["python", "-m", "bench",
+                          *(sys.argv[1:] if argv is None else argv)])
 
     import torch
 
@@ -48,7 +60,7 @@ def main(argv=None) -> int:
     if not args.no_d2l and parts & {"attention", "training"}:
         print("importing d2l ...", flush=True)
         d2l = attention.load_d2l()
-    results = {"machine": machine_info(devices[0]), "quick": args.quick,
+    results = {"machine": machine_info(devices[0]), "quick": args.quick, "command": command,
                "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "devices": {}}
     for device in devices:
         res = results["devices"].setdefault(str(device.type), {})
@@ -64,15 +76,21 @@ def main(argv=None) -> int:
         if _USER_OMP is None:
             os.environ.pop("OMP_WAIT_POLICY", None)
         print("notebooks", flush=True)
-        results["notebooks"] = notebooks.run(Path.cwd())
+        results["notebooks"] = notebooks.run(ROOT)
     results["wall_seconds"] = time.perf_counter() - start
-    js, md = report.write(results, Path(args.out))
-    print(f"wrote {js} and {md} in {results['wall_seconds']:.0f} s")
+    js, md = report.write(results, out)
+    print(f"wrote {_shown(js)} and {_shown(md)} in {results['wall_seconds']:.0f} s")
     for device, res in results["devices"].items():
         for key, g in res.get("goals", {}).items():
             print(f"  [{device}] {'met   ' if g['met'] else 'MISSED'} {report.GOALS[key]}: "
                   f"{g['value']}")
     return 0
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it."""
+    path = path.resolve()
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
 if __name__ == "__main__":

@@ -99,6 +99,11 @@ def kernels_used(fn: Callable[[], object]) -> list[str]:
 
     Without any SDPA op (a step-by-step path) it returns ``["none (bmm + softmax)"]``.
     """
+    # torch.profiler runs Kineto (in libtorch), which logs "USDT ... profiler_start" and
+    # "profiler_stop" at every use, and "ERROR ... gpuGetDeviceCount failed" without a GPU.
+    # Kineto reads KINETO_LOG_LEVEL when the profiler first starts; its levels run from
+    # 0 (verbose) to 5 (USDT, the highest), so 6 silences it. Set it yourself to see them.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     activities = [torch.profiler.ProfilerActivity.CPU]
     with torch.profiler.profile(activities=activities) as prof:
         fn()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 GOALS = {
@@ -75,7 +76,11 @@ def write(results: dict, out_dir: Path) -> tuple[Path, Path]:
         results["devices"][device]["goals"] = goals(results, device)
     js, md = out_dir / "bench.json", out_dir / "bench.md"
     js.write_text(json.dumps(results, indent=1, default=_plain) + "\n")
-    md.write_text(markdown(results))
+    root = Path(__file__).resolve().parent.parent
+    docs = root / "docs" / "bench.md"
+    link = (os.path.relpath(docs, out_dir.resolve()) if out_dir.resolve().is_relative_to(root)
+            else docs.as_uri())
+    md.write_text(markdown(results, link))
     return js, md
 
 
@@ -128,13 +133,21 @@ def _attention_tables(rows: list[dict], table: str) -> str:
     return text
 
 
-def markdown(results: dict) -> str:
+def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
+    """The report; ``docs`` is the link to docs/bench.md relative to where it is written."""
     m = results["machine"]
-    text = ["# Benchmarks: attnlib against PyTorch and d2l\n",
-            f"Written by `make bench` (`python -m bench{' --quick' if results.get('quick') else ''}`)"
-            f" on {m['date_utc']} in {results.get('wall_seconds', 0):.0f} s. "
+    command = results.get("command") or "python -m bench" + (" --quick" if results.get("quick")
+                                                            else "")
+    by = f"`make bench` (`{command}`)" if command == "python -m bench" else f"`{command}`"
+    text = ["# Benchmarks: attnlib against PyTorch and d2l"
+            + (" (quick run)" if results.get("quick") else "") + "\n\n",
+            f"Written by {by} on {m['date_utc']} in {results.get('wall_seconds', 0):.0f} s. "
             "Machine-readable: [bench.json](bench.json). How to read it: "
-            "[docs/bench.md](../docs/bench.md).\n\n"]
+            f"[docs/bench.md]({docs}).\n\n"]
+    if results.get("quick"):
+        text.append("A quick run (small sizes, short timings, no notebooks) checks that the "
+                    "benchmark works on this machine; its numbers are not the book's "
+                    "measurements, which `make bench` writes to `results/bench.md`.\n\n")
     text.append(_table(["", ""], [
         ["CPU", f"{m['cpu']}, {m['cores']} cores ({m['cores_usable']} usable)"],
         ["load average at start", m.get("load_average")],

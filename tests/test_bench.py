@@ -4,6 +4,11 @@ Nothing here asserts a time: only that every candidate runs, agrees with the bas
 and that the results are written and judged as documented.
 """
 import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -12,6 +17,7 @@ import torch
 from bench import attention, common, notebooks, report, training
 
 CPU = torch.device("cpu")
+ROOT = Path(__file__).resolve().parent.parent
 TINY_PLAN = [(8, attention.MASKS, ("fwd", "fwd+bwd"), 0)]
 
 
@@ -189,3 +195,33 @@ def test_training_throughput_and_speedups():
     res = {"devices": {"cpu": {"training": {"throughput": {"a": 10.0}}},
                        "cuda": {"training": {"throughput": {"a": 50.0}}}}}
     assert training.speedups(res) == {"cuda": {"a": 5.0}}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
+                    reason="needs git and a git checkout")
+def test_quick_bench_in_a_fresh_clone_leaves_every_tracked_file_alone(tmp_path):
+    """The documented ``python -m bench --quick`` must not replace the committed results."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)],
+                   check=True)
+    env = dict(os.environ, PYTHONPATH=str(clone))
+    env.pop("KINETO_LOG_LEVEL", None)
+    # The smallest run that still goes through every step: one size, no d2l.
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--parts", "attention",
+                           "--sizes", "16", "--no-d2l"], cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                            cwd=clone, capture_output=True, text=True, check=True).stdout
+    assert status == ""  # nothing tracked changed, nothing new outside the ignored build/
+    out = clone / "build" / "bench-quick"
+    text = (out / "bench.md").read_text()
+    assert "(quick run)" in text and "make bench" in text  # points to the real results
+    assert "Written by `python -m bench --quick" in text and "Written by `make bench`" not in text
+    assert "](../../docs/bench.md)" in text  # the link works from build/bench-quick/
+    assert json.loads((out / "bench.json").read_text())["quick"] is True
+    assert "wrote build/bench-quick/bench.json" in done.stdout
+    noise = [line for line in (done.stdout + done.stderr).splitlines()
+             if "USDT" in line or "ERROR" in line]
+    assert noise == []  # Kineto (torch.profiler) is kept quiet
