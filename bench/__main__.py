@@ -1,4 +1,4 @@
-"""``python -m bench [--quick] [--parts attention,training,notebooks] [--out DIR]``.
+"""``python -m bench [--quick] [--parts attention,training,notebooks,grading] [--out DIR]``.
 
 A full run writes ``results/bench.{json,md}`` (the book publishes them; ``make bench``).
 A quick run checks that the benchmark works and writes ``build/bench-quick/``, so that
@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="small sizes, short runs, no notebooks (about a minute)")
     parser.add_argument("--parts", default=None,
-                        help="comma-separated: attention,training,notebooks (default: all; "
+                        help="comma-separated: attention,training,notebooks,grading (default: all; "
                              "--quick: attention,training)")
     parser.add_argument("--sizes", default=None,
                         help="comma-separated sequence lengths for the attention tables")
@@ -43,12 +43,12 @@ def main(argv=None) -> int:
 
     import torch
 
-    from . import attention, notebooks, report, training
+    from . import attention, grading, notebooks, report, training
     from .common import machine_info, sdpa_self_check
 
     parts = set((args.parts or ("attention,training" if args.quick else
-                                "attention,training,notebooks")).split(","))
-    unknown = parts - {"attention", "training", "notebooks"}
+                                "attention,training,notebooks,grading")).split(","))
+    unknown = parts - {"attention", "training", "notebooks", "grading"}
     if unknown:
         parser.error(f"unknown part(s) {sorted(unknown)}")
     sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else None
@@ -72,11 +72,16 @@ def main(argv=None) -> int:
                                            threads=1 if device.type == "cpu" else None)
         if device.type == "cuda":
             res["gpu"] = torch.cuda.get_device_name(device)
+            if "attention" in parts:  # GPU-sized shapes, half precision, share of the bf16 peak
+                res["attention_gpu"] = attention.run_gpu(device, quick=args.quick, d2l=d2l)
     if "notebooks" in parts:
         if _USER_OMP is None:
             os.environ.pop("OMP_WAIT_POLICY", None)
         print("notebooks", flush=True)
         results["notebooks"] = notebooks.run(ROOT)
+    if "grading" in parts:
+        print("grading", flush=True)
+        results["grading"] = grading.run(quick=args.quick)
     results["wall_seconds"] = time.perf_counter() - start
     js, md = report.write(results, out)
     print(f"wrote {_shown(js)} and {_shown(md)} in {results['wall_seconds']:.0f} s")

@@ -6,6 +6,8 @@ import math
 import os
 from pathlib import Path
 
+from . import grading, training
+
 GOALS = {
     "sdpa_overhead": "attnlib MultiHeadAttention within 1.05x of raw SDPA (weights not requested)",
     "vs_d2l_1024": "at least 2x faster than d2l's MultiHeadAttention at n = 1024, fwd+bwd",
@@ -133,6 +135,30 @@ def _attention_tables(rows: list[dict], table: str) -> str:
     return text
 
 
+def _gpu_tables(gpu: dict, device: str) -> str:
+    """The GPU-sized tables: per dtype, attnlib against raw SDPA, with TFLOP/s and the backend."""
+    peak = gpu["bf16_matmul_peak"]
+    s = gpu["settings"]
+    text = [f"\n## Attention on {device} at GPU sizes\n\nbatch {s['batch']}, {s['heads']} heads, "
+            f"n in {s['sizes']}; measured bf16 matmul peak {peak['gflops_median'] / 1e3:.0f} "
+            "TFLOP/s (median, same run).\n\nSDPA backends (each tried alone; `picked` is what "
+            "the default dispatch ran):\n\n"]
+    text.append(_table(["dtype and mask", "accepted", "picked"], [
+        [k, ", ".join(v["accepted"]), ", ".join(v["picked"])] for k, v in gpu["sdpa_backends"].items()]))
+    for dtype, tables in gpu["tables"].items():
+        for kind, rows in tables.items():
+            text.append(f"\n### {kind} ({dtype})\n")
+            text.append(_attention_tables(rows, kind))
+            rate = [r for r in rows if r["mode"] == "fwd" and r.get("gflops") is not None]
+            if rate:
+                text.append("\n**achieved TFLOP/s** (forward, 4 n^2 d per head) and share of the "
+                            "bf16 matmul peak\n\n")
+                text.append(_table(["n", "mask", "candidate", "TFLOP/s", "of peak"], [
+                    [r["n"], r["mask"], r["candidate"], f"{r['gflops'] / 1e3:.1f}",
+                     f"{100 * r['fraction_of_peak']:.0f} %"] for r in rate]))
+    return "".join(text)
+
+
 def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
     """The report; ``docs`` is the link to docs/bench.md relative to where it is written."""
     m = results["machine"]
@@ -223,6 +249,17 @@ def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
                                  f"{v['tokens_per_s']:,.0f}", ratio])
             text.append(_table(["model", "median step ms", "steps/s", "tokens/s",
                                 "step time vs baseline"], body))
+        gpu = res.get("attention_gpu")
+        if gpu:
+            text.append(_gpu_tables(gpu, device))
+    speed = training.speedups(results)
+    if speed:
+        text.append("\n## Training: accelerator throughput as a multiple of the CPU's\n\n"
+                    "Same presets and batches; the CPU runs one torch thread.\n\n")
+        text.append(_table(["device", *next(iter(speed.values()))],
+                           [[d, *(f"{x:.1f}x" for x in v.values())] for d, v in speed.items()]))
+    if results.get("grading"):
+        text.append("\n## Grading throughput\n\n" + grading.render(results["grading"]))
     book = results.get("notebooks")
     if book:
         text.append("\n## The book\n\nEvery chapter notebook executed headless with nbclient "
