@@ -133,3 +133,12 @@ def test_models_train_on_real_pairs(one_thread):
     model = build_model("bahdanau", d)
     h = train_seq2seq(model, d, num_epochs=3, lr=0.005, progress=False, device="cpu")
     assert h.train_loss[-1] < h.train_loss[0] and torch.isfinite(torch.tensor(h.val_loss)).all()
+
+
+def test_real_data_preset_holds_out_at_least_1000_sentences():
+    from attnlib.presets import D2L_DATA, REAL_DATA_DEFAULTS
+
+    d = FraEngData(**REAL_DATA_DEFAULTS)
+    assert len(d.references()) >= 1000 and len(d.train) >= 10000
+    assert not {p.src for p in d.test} & {p.src for p in d.train}
+    assert len(FraEngData(**D2L_DATA).train) == 600
