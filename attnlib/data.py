@@ -32,6 +32,12 @@ the model has seen related sentences such as ``he lost .`` and ``she's calm .``,
 exact ones) and, by construction, at least 30 % of sentences with two content words that
 never occur together in a training sentence (:data:`HELD_OUT_PAIRS`), so BLEU measures
 generalisation, not memory. Batches follow d2l 1.0's ``MTFraEng.build``.
+
+Real sentences: :func:`load_fra_eng` reads the Tatoeba English-French pairs the book ships
+(:data:`TATOEBA_FRA_ENG`, d2l's ``fra.txt`` format, its first 600 lines included) with d2l's
+preprocessing, and :class:`FraEngData` is :class:`TranslationData` on them, split by
+:func:`split_by_source` so that no test English sentence (nor any of its translations) is
+seen in training.
 """
 from __future__ import annotations
 
