@@ -232,7 +232,9 @@ def real_markdown(real: dict) -> str:
         "more than one ran).", "",
         "BLEU and chrF: sacrebleu over greedy translations, against the first listed "
         "translation of each test sentence; `BLEU all refs` against every translation "
-        "Tatoeba lists; `exact %`: the output equals one of them.", "",
+        "Tatoeba lists; `exact %`: the output equals one of them. The models are far from "
+        "converged at this size (look at the validation loss): the table compares what each "
+        "architecture learns in the same short budget, not what it can reach.", "",
         "| model | params | train s | val loss | BLEU | BLEU all refs | chrF | exact % |",
         "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for m in models:
