@@ -32,6 +32,12 @@ the model has seen related sentences such as ``he lost .`` and ``she's calm .``,
 exact ones) and, by construction, at least 30 % of sentences with two content words that
 never occur together in a training sentence (:data:`HELD_OUT_PAIRS`), so BLEU measures
 generalisation, not memory. Batches follow d2l 1.0's ``MTFraEng.build``.
+
+Real sentences: :func:`load_fra_eng` reads the Tatoeba English-French pairs the book ships
+(:data:`TATOEBA_FRA_ENG`, d2l's ``fra.txt`` format, its first 600 lines included) with d2l's
+preprocessing, and :class:`FraEngData` is :class:`TranslationData` on them, split by
+:func:`split_by_source` so that no test English sentence (nor any of its translations) is
+seen in training.
 """
 from __future__ import annotations
 
@@ -645,12 +651,16 @@ class TranslationData:
             raise TypeError(f"pairs must be a list of Pair (from generate_pairs or load_fra_eng), "
                             f"got {type(pairs).__name__}")
         pairs = generate_pairs(num_pairs, seed) if pairs is None else list(pairs)
-        self.train, self.val, self.test = split_pairs(pairs, val_frac, test_frac, seed)
+        self.train, self.val, self.test = self._split(pairs, val_frac, test_frac, seed)
         self.src_vocab = Vocab([p.src for p in self.train], min_freq=min_freq)
         self.tgt_vocab = Vocab([p.tgt for p in self.train], min_freq=min_freq)
         self._train_srcs = {p.src for p in self.train}
         self._arrays = {"train": self.build(self.train),
                         "val": self.build(self.val) if self.val else None}
+
+    def _split(self, pairs, val_frac: float, test_frac: float, seed: int):
+        """``(train, val, test)``: :func:`split_pairs` here; :class:`FraEngData` overrides it."""
+        return split_pairs(pairs, val_frac, test_frac, seed)
 
     def _ids(self, tokens, vocab: Vocab, what: str, bos: bool = False) -> list[int]:
         if not tokens:
@@ -738,32 +748,131 @@ TATOEBA_FRA_ENG = Path(__file__).parent / "corpora" / "tatoeba_fra_eng" / "fra.t
 """The real English-French pairs the book ships (Tatoeba, CC-BY 2.0 FR; see the README beside it)."""
 
 
-def load_fra_eng(path, max_pairs: int | None = None) -> list[Pair]:
-    """Read d2l's tab-separated English / French file (``fra.txt``) from a local ``path``.
+def _check_max_pairs(max_pairs) -> None:
+    if max_pairs is None:
+        return
+    if isinstance(max_pairs, bool) or not isinstance(max_pairs, int):
+        raise TypeError(f"max_pairs must be a positive int or None, got {type(max_pairs).__name__} "
+                        f"{max_pairs!r}")
+    if max_pairs <= 0:
+        raise ValueError(f"max_pairs must be a positive int or None, got {max_pairs}")
 
-    Each line is ``English<TAB>French`` with an optional third column (attribution, as in
-    the manythings.org file), ignored. Text is normalised like d2l and tokenised on spaces.
-    Alignments are unknown: ``align`` holds empty tuples. Nothing is ever downloaded.
+
+def load_fra_eng(path=None, max_pairs: int | None = None) -> list[Pair]:
+    """Read English / French pairs in d2l's ``fra.txt`` format, by default the shipped Tatoeba file.
+
+    ``path=None`` reads :data:`TATOEBA_FRA_ENG` (76,036 pairs, the shortest Tatoeba
+    sentences, d2l's first 600 lines among them); a ``path`` reads another file in the
+    same format, such as d2l's full ``fra.txt``. Each line is ``English<TAB>French``, an
+    optional third column (attribution, as in the manythings.org files) is ignored.
+    ``max_pairs`` keeps the first pairs only (d2l trains on the first 600).
+    Text is normalised exactly like d2l (:func:`_preprocess`) and split on spaces, so
+    ``"I'm home."`` becomes ``("i'm", 'home', '.')``. Alignments are unknown: ``align``
+    holds empty tuples. Nothing is ever downloaded.
     """
-    path = Path(path)
+    _check_max_pairs(max_pairs)
+    path = TATOEBA_FRA_ENG if path is None else Path(path)
     if not path.is_file():
         raise FileNotFoundError(
             f"no English-French file at {path}. This book never downloads data: get fra-eng.zip "
             "(d2l's copy: http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip, or fra-eng.zip "
             f"from https://www.manythings.org/anki/), unzip it and place fra.txt at {path}")
+    with path.open("rb") as f:
+        head = f.read(4096)
+    if b"\x00" in head or head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ValueError(f"{path} looks like a binary or UTF-16 file (it contains NUL bytes); "
+                         "expected UTF-8 text with one 'English<TAB>French' pair a line")
     pairs = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if len(parts) < 2:
-                raise ValueError(f"{path}:{lineno}: expected 'English<TAB>French', got {line!r}")
-            src, tgt = (_tokens(_preprocess(part)) for part in parts[:2])
-            if not src or not tgt:
-                raise ValueError(f"{path}:{lineno}: empty sentence in {line!r}")
-            pairs.append(Pair(src, tgt, ((),) * len(tgt)))
-            if max_pairs is not None and len(pairs) >= max_pairs:
-                break
+    try:
+        with path.open(encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                line = line.rstrip("\r\n")
+                if not line.strip():
+                    continue
+                parts = line.split("\t")
+                if len(parts) < 2:
+                    raise ValueError(f"{path}:{lineno}: expected 'English<TAB>French', got {line!r}")
+                src, tgt = (_tokens(_preprocess(part)) for part in parts[:2])
+                if not src or not tgt:
+                    raise ValueError(f"{path}:{lineno}: empty sentence in {line!r}")
+                pairs.append(Pair(src, tgt, ((),) * len(tgt)))
+                if max_pairs is not None and len(pairs) >= max_pairs:
+                    break
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start} of a line); "
+                         "expected one 'English<TAB>French' pair a line") from None
     return pairs
+
+
+# ----------------------------------------------------------------------------- real data
+
+
+def split_by_source(pairs: Sequence[Pair], num_test: int, num_val: int = 0, seed: int = 0
+                    ) -> tuple[list[Pair], list[Pair], list[Pair]]:
+    """Split real pairs into ``(train, val, test)`` with every English sentence on one side only.
+
+    Tatoeba often translates one English sentence several ways (``run !`` -> ``cours !``
+    and ``courez !``); splitting lines at random would put ``run !`` in training *and*
+    in test, and the test would reward memory. So the distinct English sentences are
+    shuffled with ``random.Random(seed)``; the first ``num_test`` of them (with all their
+    translations) form the test split, the next ``num_val`` the validation split, the rest
+    training. Within a split, pairs keep that shuffled order, sentence by sentence.
+    """
+    for name, n in (("num_test", num_test), ("num_val", num_val)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"{name} must be an int >= 0 (English sentences), got {n!r}")
+    groups: dict[tuple[str, ...], list[Pair]] = {}
+    for p in pairs:
+        groups.setdefault(p.src, []).append(p)
+    if num_test + num_val >= len(groups):
+        raise ValueError(f"num_test + num_val = {num_test + num_val} English sentences leave none "
+                         f"of the {len(groups)} distinct ones to train on")
+    order = list(groups)  # first appearance: deterministic
+    random.Random(seed).shuffle(order)
+    cuts = (order[:num_test], order[num_test:num_test + num_val], order[num_test + num_val:])
+    test, val, train = ([p for src in part for p in groups[src]] for part in cuts)
+    return train, val, test
+
+
+class FraEngData(TranslationData):
+    """:class:`TranslationData` on real Tatoeba pairs (:func:`load_fra_eng`), split by English sentence.
+
+    Same batches, vocabularies and methods as the generated corpus, so every model and
+    :func:`attnlib.training.train_seq2seq` work unchanged. ``max_pairs`` reads the first
+    lines of the file only; :func:`split_by_source` (``seed``) holds out ``num_test`` and
+    ``num_val`` English sentences with all their translations; ``num_train`` (``None``: all)
+    keeps that many training pairs. Long sentences are cut to ``num_steps`` like d2l
+    (``truncate=True``); ``min_freq=2`` is d2l's: rarer tokens become ``<unk>``.
+
+    d2l's own experiment (``d2l-zh``: the first 600 pairs, all used for training)::
+
+        FraEngData(batch_size=64, num_steps=10, max_pairs=600, num_test=0, num_val=0)
+    """
+
+    def __init__(self, batch_size: int = 128, num_steps: int = 20, max_pairs: int | None = None,
+                 num_train: int | None = None, num_test: int = 1000, num_val: int = 500,
+                 min_freq: int = 2, seed: int = 0, path=None, truncate: bool = True):
+        if num_train is not None and (isinstance(num_train, bool) or not isinstance(num_train, int)
+                                      or num_train < 1):
+            raise ValueError(f"num_train must be a positive int or None, got {num_train!r}")
+        self._sizes = (num_test, num_val, num_train)
+        pairs = load_fra_eng(path, max_pairs)
+        if num_test == 0 and num_val == 0:  # d2l's setup: every pair is for training
+            self._sizes = None
+        super().__init__(batch_size=batch_size, num_steps=num_steps, min_freq=min_freq, seed=seed,
+                         pairs=pairs, truncate=truncate)
+
+    def _split(self, pairs, val_frac, test_frac, seed):
+        if self._sizes is None:
+            return list(pairs), [], []
+        num_test, num_val, num_train = self._sizes
+        train, val, test = split_by_source(pairs, num_test, num_val, seed)
+        return (train if num_train is None else train[:num_train]), val, test
+
+    def references(self, split: str = "test") -> dict[tuple[str, ...], list[str]]:
+        """Every English sentence of ``split`` -> all its French translations (file order),
+        the references for a multi-reference BLEU."""
+        refs: dict[tuple[str, ...], list[str]] = {}
+        for p in {"train": self.train, "val": self.val, "test": self.test}[split]:
+            refs.setdefault(p.src, []).append(p.tgt_text)
+        return refs

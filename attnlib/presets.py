@@ -97,3 +97,25 @@ def build_model(name: str, data, **overrides) -> EncoderDecoder:
     else:
         decoder = LuongAttentionDecoder(tgt_v, *sizes, score=p["score"])
     return EncoderDecoder(encoder, decoder)
+
+
+# ----------------------------------------------------------------------------- real data
+#: Real Tatoeba pairs (arguments of ``attnlib.data.FraEngData``): 10,000 training pairs, 1,000
+#: held-out English sentences (with all their translations) for test, 500 for validation.
+#: Sized for ``make quality`` on a 2-core CPU; the models keep their presets' sizes.
+REAL_DATA_DEFAULTS = dict(batch_size=128, num_steps=20, num_train=10000, num_test=1000,
+                          num_val=500, min_freq=2, seed=0)
+#: Epochs and learning rate on real data, for ``train_seq2seq``.
+REAL_TRAINING = {name: dict(num_epochs=4, lr=0.005)
+                 for name in ("no_attention", "bahdanau", "luong_dot", "transformer")}
+
+#: d2l-zh's experiment: the first 600 pairs, all for training, d2l's sizes (arguments of
+#: ``FraEngData`` and of ``build_model``'s overrides) and training settings.
+D2L_DATA = dict(batch_size=64, num_steps=10, max_pairs=600, num_test=0, num_val=0, min_freq=2)
+D2L_MODELS = {
+    "bahdanau": dict(embed_size=32, num_hiddens=32, num_layers=2, dropout=0.1,
+                     bidirectional=False),
+    "transformer": dict(num_hiddens=32, ffn_num_hiddens=64, num_heads=4, num_blks=2, dropout=0.1),
+}
+D2L_TRAINING = {"bahdanau": dict(num_epochs=250, lr=0.005),
+                "transformer": dict(num_epochs=200, lr=0.005)}

@@ -11,6 +11,13 @@ length, and score the attention against the gold word alignments (teacher-forced
 the decoder reads the reference, row j of the weights is the attention used to
 predict target token j). Writes ``results/quality.json`` (every run) and
 ``results/quality.md`` (mean and spread over seeds).
+
+``--real`` does the same on real Tatoeba sentences (``FraEngData(**REAL_DATA_DEFAULTS)``:
+held-out English sentences never seen in training, scored against their first listed
+translation and against all of them), with beam search (sizes 1, 4, 8) for the attention
+models. ``--d2l`` reproduces d2l-zh's experiment (first 600 pairs, d2l's sizes, 250 / 200
+epochs) twice in one run: with d2l 1.0.3's own training loop, encoder, decoding loop and BLEU
+wherever d2l ships them, and with attnlib's. Both go into the same two files.
 """
 from __future__ import annotations
 
@@ -25,10 +32,20 @@ from pathlib import Path
 import torch
 
 import attnlib
-from attnlib.data import D2L_SENTENCES, TranslationData, length_buckets
-from attnlib.decoding import translate
+from attnlib.data import D2L_SENTENCES, FraEngData, TranslationData, length_buckets
+from attnlib.decoding import beam_search, translate
 from attnlib.metrics import attention_alignment, bleu, corpus_bleu, corpus_chrf
-from attnlib.presets import DATA_DEFAULTS, PRESETS, build_model, training_args
+from attnlib.presets import (
+    D2L_DATA,
+    D2L_MODELS,
+    D2L_TRAINING,
+    DATA_DEFAULTS,
+    PRESETS,
+    REAL_DATA_DEFAULTS,
+    REAL_TRAINING,
+    build_model,
+    training_args,
+)
 from attnlib.training import train_seq2seq
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,8 +157,272 @@ def markdown(runs: list[dict], meta: dict) -> str:
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------- real data
+
+REAL_LENGTHS = (2, 5, 7)  # source tokens with the final punctuation: '2-4', '5-6', '7+'
+BEAM_MODELS = ("bahdanau", "transformer")
+
+
+def _multi_bleu(hyps, refs_lists) -> float:
+    """sacrebleu corpus BLEU against every listed translation (``tokenize='none'``)."""
+    import sacrebleu
+
+    width = max(map(len, refs_lists))
+    streams = [[r[i] if i < len(r) else None for r in refs_lists] for i in range(width)]
+    return sacrebleu.corpus_bleu(hyps, streams, tokenize="none", force=True).score
+
+
+def evaluate_real(model, data, beams: bool) -> dict:
+    refs = data.references()  # English sentence -> all its translations
+    srcs, first = list(refs), [r[0] for r in refs.values()]
+    t = time.perf_counter()
+    hyps = translate(model, data, srcs)
+    greedy_s = time.perf_counter() - t
+    by_len = {}
+    names = [f"{lo}-{hi - 1}" for lo, hi in zip(REAL_LENGTHS, REAL_LENGTHS[1:], strict=False)] + [
+        f"{REAL_LENGTHS[-1]}+"]
+    for name, lo, hi in zip(names, REAL_LENGTHS, REAL_LENGTHS[1:] + (99,), strict=True):
+        idx = [i for i, s in enumerate(srcs) if lo <= len(s) < hi]
+        by_len[name] = {"n": len(idx), "bleu": corpus_bleu([hyps[i] for i in idx],
+                                                           [first[i] for i in idx])}
+    result = {"bleu": corpus_bleu(hyps, first), "chrf": corpus_chrf(hyps, first),
+              "bleu_all_refs": _multi_bleu(hyps, list(refs.values())),
+              "exact_any": 100 * sum(h in r for h, r in zip(hyps, refs.values(), strict=True))
+              / len(srcs), "bleu_by_length": by_len, "greedy_seconds": greedy_s,
+              "test_sentences": len(srcs), "examples": dict(zip(
+                  [" ".join(s) for s in srcs[:8]], hyps[:8], strict=True))}
+    if beams:
+        result["beam"] = {}
+        for k in (1, 4, 8):
+            t = time.perf_counter()
+            out = [b.sentence for b in beam_search(model, data, srcs, beam_size=k,
+                                                   need_weights=False)]
+            result["beam"][str(k)] = {"bleu": corpus_bleu(out, first), "chrf": corpus_chrf(
+                out, first), "seconds": time.perf_counter() - t}
+    return result
+
+
+def run_real(name: str, seed: int, data) -> dict:
+    torch.manual_seed(seed)
+    model = build_model(name, data)
+    cpu = time.process_time()
+    history = train_seq2seq(model, data, seed=seed, progress=False, **REAL_TRAINING[name])
+    result = {"model": name, "seed": seed, "parameters": sum(p.numel() for p in model.parameters()),
+              "train_seconds": history.total_seconds, "tokens_per_sec": history.tokens_per_sec,
+              "train_cpu_seconds": time.process_time() - cpu,
+              "final_train_loss": history.train_loss[-1], "final_val_loss": history.val_loss[-1],
+              "device": history.device}
+    result.update(evaluate_real(model, data, beams=name in BEAM_MODELS))
+    return result
+
+
+def real_markdown(real: dict) -> str:
+    meta, runs = real["meta"], real["runs"]
+    models = [m for m in PRESETS if any(r["model"] == m for r in runs)]
+    seeds = sorted({r["seed"] for r in runs})
+    lines = [
+        "", "# Real sentences: Tatoeba English-French", "",
+        f"Generated by `scripts/quality.py --real` on {meta['date']}: "
+        f"`FraEngData(**REAL_DATA_DEFAULTS)`, {meta['train_pairs']:,} training pairs, "
+        f"{meta['test_sentences']:,} held-out English sentences ({meta['test_pairs']:,} pairs; no "
+        "test sentence occurs in training), vocabularies of "
+        f"{meta['src_vocab']:,} / {meta['tgt_vocab']:,} tokens (min_freq 2). Each model keeps its "
+        f"preset's size and trains {meta['epochs']} epochs (Adam, lr 0.005). Seeds {seeds} "
+        f"({len(seeds)} seed{'s' if len(seeds) > 1 else ''}; mean ± standard deviation where "
+        "more than one ran).", "",
+        "BLEU and chrF: sacrebleu over greedy translations, against the first listed "
+        "translation of each test sentence; `BLEU all refs` against every translation "
+        "Tatoeba lists; `exact %`: the output equals one of them. The models are far from "
+        "converged at this size (look at the validation loss): the table compares what each "
+        "architecture learns in the same short budget, not what it can reach.", "",
+        "| model | params | train s | val loss | BLEU | BLEU all refs | chrF | exact % |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for m in models:
+        rs = [r for r in runs if r["model"] == m]
+        lines.append(
+            f"| {LABELS.get(m, m)} | {rs[0]['parameters']:,} | {_mean_sd(r['train_seconds'] for r in rs)} | "
+            f"{statistics.mean(r['final_val_loss'] for r in rs):.2f} | "
+            f"{_mean_sd(r['bleu'] for r in rs)} | {_mean_sd(r['bleu_all_refs'] for r in rs)} | "
+            f"{_mean_sd(r['chrf'] for r in rs)} | {_mean_sd(r['exact_any'] for r in rs)} |")
+    buckets = list(runs[0]["bleu_by_length"])
+    sizes = {b: runs[0]["bleu_by_length"][b]["n"] for b in buckets}
+    lines += ["", "## Real sentences: BLEU by source length (tokens, with the final punctuation)", "",
+              "| model | " + " | ".join(f"{b} ({sizes[b]})" for b in buckets) + " |",
+              "|---|" + "---:|" * len(buckets)]
+    for m in models:
+        rs = [r for r in runs if r["model"] == m]
+        lines.append(f"| {LABELS.get(m, m)} | " + " | ".join(
+            _mean_sd(r["bleu_by_length"][b]["bleu"] for r in rs) for b in buckets) + " |")
+    beam_runs = [r for r in runs if "beam" in r]
+    if beam_runs:
+        lines += ["", "## Real sentences: greedy search vs beam search (length penalty 0.6)", "",
+                  "| model | greedy BLEU | greedy s | beam 1 BLEU | beam 4 BLEU | beam 8 BLEU | "
+                  "beam 1 s | beam 4 s | beam 8 s |", "|---|" + "---:|" * 8]
+        for m in models:
+            rs = [r for r in beam_runs if r["model"] == m]
+            if rs:
+                lines.append(f"| {LABELS.get(m, m)} | {_mean_sd(r['bleu'] for r in rs)} | "
+                             f"{_mean_sd(r['greedy_seconds'] for r in rs)} | " + " | ".join(
+                                 _mean_sd(r["beam"][k]["bleu"] for r in rs) for k in "148") + " | "
+                             + " | ".join(_mean_sd(r["beam"][k]["seconds"] for r in rs)
+                                          for k in "148") + " |")
+        lines += ["", "Seconds: decoding all test sentences on one CPU thread, greedy in "
+                  "batches, beam search one sentence at a time (machine shared with other jobs).",
+                  ""]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- d2l's experiment
+
+D2L_BOOK = {"bahdanau": "loss 0.019-0.022, 5,141 tokens/s (d2l-zh, V100)",
+            "transformer": "loss 0.030-0.033, 5,118 tokens/s (d2l-zh, V100)"}
+
+
+class _D2LNet(torch.nn.Module):
+    """What d2l-zh's ``train_seq2seq`` calls: ``net(X, dec_X, X_valid_len) -> (Y_hat, state)``."""
+
+    def __init__(self, encoder, decoder):
+        super().__init__()
+        self.encoder, self.decoder = encoder, decoder
+
+    def forward(self, X, dec_X, valid_len):
+        state = self.decoder.init_state(self.encoder(X, valid_len), valid_len)
+        return self.decoder(dec_X, state)
+
+
+def _d2l_batches(data):
+    """Our batches in d2l-zh's layout ``(X, X_valid_len, Y, Y_valid_len)``, reshuffled per epoch."""
+    pad = data.tgt_vocab.pad
+
+    class Batches:
+        def __iter__(self):
+            for src, _, valid, label in data.train_dataloader():
+                yield src, valid, label, (label != pad).sum(1)
+    return Batches()
+
+
+def _d2l_predict(d2l, net, data, device):
+    out = {}
+    for src, tgt, _ in D2L_SENTENCES:
+        s = " ".join(src)
+        hyp, _ = d2l.predict_seq2seq(net, s, data.src_vocab, data.tgt_vocab, data.num_steps, device)
+        out[s] = {"translation": hyp, "bleu": d2l.bleu(hyp, " ".join(tgt), k=2) if hyp else 0.0}
+    return out
+
+
+def run_d2l(seed: int = 0) -> dict:
+    """d2l-zh's two experiments, each with d2l 1.0.3's code and with attnlib's, on one thread."""
+    import contextlib
+    import io
+    import re
+
+    from d2l import torch as d2l
+
+    from attnlib.decoding import greedy_decode
+    from attnlib.transformer import TransformerDecoder
+
+    torch.set_num_threads(1)
+    device = torch.device("cpu")
+    data = FraEngData(**D2L_DATA)
+    result = {"data": D2L_DATA, "train_pairs": len(data.train), "src_vocab": len(data.src_vocab),
+              "tgt_vocab": len(data.tgt_vocab), "in_training": {
+                  " ".join(s): data.is_seen(s) for s, _, _ in D2L_SENTENCES}, "runs": []}
+    for name in ("bahdanau", "transformer"):
+        sizes, train = D2L_MODELS[name], D2L_TRAINING[name]
+        # 1. d2l's code: d2l's encoder, training loop (init, loss, clipping), decoding loop, BLEU.
+        torch.manual_seed(seed)
+        ours = build_model(name, data, **sizes)
+        if name == "bahdanau":
+            encoder = d2l.Seq2SeqEncoder(len(data.src_vocab), sizes["embed_size"],
+                                         sizes["num_hiddens"], sizes["num_layers"], sizes["dropout"])
+        else:
+            args = [sizes[k] for k in ("num_hiddens", "ffn_num_hiddens", "num_heads", "num_blks",
+                                       "dropout")]
+            encoder = d2l.TransformerEncoder(len(data.src_vocab), *args)
+            ours.decoder = TransformerDecoder(len(data.tgt_vocab), *args)
+        net = _D2LNet(encoder, ours.decoder)
+        log = io.StringIO()
+        t = time.perf_counter()
+        with contextlib.redirect_stdout(log):
+            d2l.train_seq2seq(net, _d2l_batches(data), train["lr"], train["num_epochs"],
+                              data.tgt_vocab, device)
+        seconds = time.perf_counter() - t
+        m = re.search(r"loss ([\d.]+), ([\d.]+) tokens/sec", log.getvalue())
+        result["runs"].append({
+            "model": name, "code": "d2l", "loss": float(m[1]), "tokens_per_sec_last_epoch":
+            float(m[2]), "seconds": seconds, "sentences": _d2l_predict(d2l, net, data, device),
+            "what": ("d2l.Seq2SeqEncoder" if name == "bahdanau" else "d2l.TransformerEncoder")
+            + " + attnlib decoder; d2l.train_seq2seq, d2l.predict_seq2seq, d2l.bleu"})
+        # 2. attnlib's code: its model, train_seq2seq, greedy decoding; d2l's BLEU formula.
+        torch.manual_seed(seed)
+        model = build_model(name, data, **sizes)
+        history = train_seq2seq(model, data, seed=seed, progress=False, device=device, **train)
+        sentences = {}
+        for src, tgt, _ in D2L_SENTENCES:
+            hyp = greedy_decode(model, data, " ".join(src), need_weights=False).sentence
+            sentences[" ".join(src)] = {"translation": hyp,
+                                        "bleu": d2l.bleu(hyp, " ".join(tgt), k=2) if hyp else 0.0}
+        last = history.tokens[-1] / history.seconds[-1]
+        result["runs"].append({
+            "model": name, "code": "attnlib", "loss": history.train_loss[-1],
+            "tokens_per_sec_last_epoch": last, "seconds": history.total_seconds,
+            "sentences": sentences, "what": "attnlib model, train_seq2seq, greedy_decode"})
+        print(f"d2l setup {name}: " + "; ".join(
+            f"{r['code']} loss {r['loss']:.3f} {r['tokens_per_sec_last_epoch']:,.0f} tok/s"
+            for r in result["runs"][-2:]), flush=True)
+    return result
+
+
+def d2l_markdown(d2l: dict) -> str:
+    lines = ["", "# d2l's experiment on d2l's data", "",
+             f"Generated by `scripts/quality.py --d2l` on {d2l['date']}: d2l-zh's setup, the first "
+             f"{d2l['train_pairs']} pairs of `fra.txt` all used for training (`FraEngData(**D2L_DATA)`, "
+             f"num_steps 10, batch 64, vocabularies {d2l['src_vocab']} / {d2l['tgt_vocab']}), d2l's "
+             "sizes (Bahdanau: embed 32, hidden 32, 2 GRU layers, dropout 0.1, 250 epochs; "
+             "Transformer: 32 hidden, 2 + 2 blocks, 4 heads, FFN 64, dropout 0.1, 200 epochs), "
+             "Adam lr 0.005, one CPU thread shared with other jobs. d2l 1.0.3 ships "
+             "`Seq2SeqEncoder`, `AdditiveAttention`, `TransformerEncoder`, `train_seq2seq`, "
+             "`predict_seq2seq` and `bleu`, but neither a Bahdanau nor a Transformer decoder: the "
+             "`d2l` rows use d2l's encoder, training loop, decoding loop and BLEU around attnlib's "
+             "decoder; the `attnlib` rows are attnlib alone. tokens/s: last epoch, as d2l prints it.",
+             "", "| model | code | loss | tokens/s | " + " | ".join(
+                 f"`{s}`" for s in d2l["runs"][0]["sentences"]) + " |",
+             "|---|---|---:|---:|" + "---|" * len(d2l["runs"][0]["sentences"])]
+    steps = d2l["data"]["num_steps"]
+    for r in d2l["runs"]:
+        loss = (f"{r['loss']:.3f} (= {r['loss'] * steps:.3f} a token)" if r["code"] == "d2l"
+                else f"{r['loss']:.3f}")
+        lines.append(f"| {LABELS.get(r['model'], r['model'])} | {r['code']} | {loss} | "
+                     f"{r['tokens_per_sec_last_epoch']:,.0f} | " + " | ".join(
+                         f"{v['translation']} ({v['bleu']:.3f})" for v in r["sentences"].values())
+                     + " |")
+    for m, text in D2L_BOOK.items():
+        lines.append(f"| {LABELS[m]} | d2l book | {text} | | | | | |")
+    seen = ", ".join(f"`{s}` {'yes' if v else 'no'}" for s, v in d2l["in_training"].items())
+    lines += ["", f"Loss: d2l's `MaskedSoftmaxCELoss` averages over all {steps} steps of a "
+              "sequence, padding included, and `train_seq2seq` then divides by the real tokens: "
+              f"its printed loss is the cross-entropy per token divided by {steps} (the d2l book's "
+              f"0.019-0.022 is about {0.019 * steps:.2f}-{0.022 * steps:.2f} a token). attnlib's "
+              "loss is the cross-entropy per real token.",
+              "", f"In brackets: d2l's BLEU (k = 2). In the training data: {seen}. So this "
+              "experiment shows that the code runs and fits 600 pairs; it says nothing about "
+              "translating unseen sentences (see the real-data tables above).", ""]
+    return "\n".join(lines)
+
+
+def _meta(dataset, **extra) -> dict:
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "train_pairs": len(dataset.train), "test_pairs": len(dataset.test),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, {platform.python_version()}",
+            "torch": torch.__version__, "attnlib": attnlib.__version__,
+            "threads": "training with 1 torch thread (train_seq2seq's cpu_threads=1)"} | extra
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--what", nargs="+", default=["generated", "real", "d2l"],
+                        choices=["generated", "real", "d2l"],
+                        help="generated corpus, real Tatoeba sentences, d2l's 600-pair experiment")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--models", nargs="+", default=list(PRESETS), choices=list(PRESETS))
     parser.add_argument("--out", type=Path, default=ROOT / "results")
@@ -151,20 +432,36 @@ def main() -> None:
     args = parser.parse_args()
     if args.merge:
         parts = [json.loads(p.read_text()) for p in args.merge]
-        write(args.out, parts[0]["meta"] | {"seeds": sorted({r["seed"] for p in parts
-                                                                for r in p["runs"]})},
-              [r for p in parts for r in p["runs"]])
+        for kind in dict.fromkeys(p.get("kind", "generated") for p in parts):
+            same = [p for p in parts if p.get("kind", "generated") == kind]
+            if kind == "d2l":
+                write(args.out, "d2l", same[-1])
+                continue
+            runs = [r for p in same for r in p["runs"]]
+            write(args.out, kind, {"meta": same[0]["meta"] | {
+                "seeds": sorted({r["seed"] for r in runs})}, "runs": runs})
         return
-    data = TranslationData(**DATA_DEFAULTS)
+    for kind in args.what:
+        section = {"generated": _generated, "real": _real, "d2l": _d2l}[kind](args)
+        if args.part:
+            args.part.with_suffix(f".{kind}.json").write_text(
+                json.dumps(section | {"kind": kind}, indent=1) + "\n")
+        else:
+            write(args.out, kind, section)
+
+
+def _save_part(args, kind: str, meta: dict, runs: list) -> None:
+    if args.part:  # after every run, so a part that is stopped early keeps its runs
+        args.part.with_suffix(f".{kind}.json").write_text(
+            json.dumps({"kind": kind, "meta": meta, "runs": runs}, indent=1) + "\n")
+
+
+def _generated(args) -> dict:
     from attnlib.data import novel_pair_fraction
 
-    meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seeds": args.seeds,
-            "data": DATA_DEFAULTS, "train_pairs": len(data.train), "test_pairs": len(data.test),
-            "novel_pair_share": 100 * novel_pair_fraction(data.test, data.train),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, {platform.python_version()}",
-            "torch": torch.__version__, "attnlib": attnlib.__version__,
-            "threads": "training with 1 torch thread (train_seq2seq's cpu_threads=1)",
-            "presets": dict(PRESETS)}
+    data = TranslationData(**DATA_DEFAULTS)
+    meta = _meta(data, seeds=args.seeds, data=DATA_DEFAULTS, presets=dict(PRESETS),
+                 novel_pair_share=100 * novel_pair_fraction(data.test, data.train))
     runs = []
     for name in args.models:
         for seed in args.seeds:
@@ -173,19 +470,56 @@ def main() -> None:
             print(f"{name:20s} seed {seed}: BLEU {r['bleu']:5.1f}  chrF {r['chrf']:5.1f}  "
                   f"{r['train_seconds']:5.1f} s  {r['tokens_per_sec']:8,.0f} tokens/s  "
                   f"alignment {max(r['alignment'].values(), default=float('nan')):5.1f}", flush=True)
-            if args.part:  # after every run, so a part that is stopped early keeps its runs
-                args.part.write_text(json.dumps({"meta": meta, "runs": runs}, indent=1) + "\n")
-    if not args.part:
-        write(args.out, meta, runs)
+            _save_part(args, "generated", meta, runs)
+    return {"meta": meta, "runs": runs}
 
 
-def write(out: Path, meta: dict, runs: list[dict]) -> None:
-    order = list(PRESETS)
-    runs = sorted(runs, key=lambda r: (order.index(r["model"]), r["seed"]))
+def _real(args) -> dict:
+    data = FraEngData(**REAL_DATA_DEFAULTS)
+    meta = _meta(data, seeds=args.seeds, data=REAL_DATA_DEFAULTS, training=REAL_TRAINING,
+                 epochs=sorted({t["num_epochs"] for t in REAL_TRAINING.values()})[0],
+                 test_sentences=len(data.references()), src_vocab=len(data.src_vocab),
+                 tgt_vocab=len(data.tgt_vocab))
+    runs = []
+    for name in [m for m in args.models if m in REAL_TRAINING]:
+        for seed in args.seeds:
+            r = run_real(name, seed, data)
+            runs.append(r)
+            print(f"real {name:16s} seed {seed}: BLEU {r['bleu']:5.1f} (all refs "
+                  f"{r['bleu_all_refs']:5.1f})  chrF {r['chrf']:5.1f}  {r['train_seconds']:6.1f} s",
+                  flush=True)
+            _save_part(args, "real", meta, runs)
+    return {"meta": meta, "runs": runs}
+
+
+def _d2l(args) -> dict:
+    return run_d2l(args.seeds[0]) | {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def write(out: Path, kind: str, section: dict) -> None:
+    """Put one section (generated, real or d2l) into quality.json, keep the others, and
+    rewrite quality.md from all of them."""
     out.mkdir(exist_ok=True)
-    (out / "quality.json").write_text(json.dumps({"meta": meta, "runs": runs}, indent=1) + "\n")
-    (out / "quality.md").write_text(markdown(runs, meta))
-    print(f"wrote {out / 'quality.md'} and {out / 'quality.json'}")
+    path = out / "quality.json"
+    everything = json.loads(path.read_text()) if path.exists() else {}
+    section = {k: v for k, v in section.items() if k != "kind"}
+    if kind == "generated":
+        order = list(PRESETS)
+        section["runs"] = sorted(section["runs"], key=lambda r: (order.index(r["model"]), r["seed"]))
+        everything.update(section)  # the generated corpus stays at the top level
+    else:
+        if kind == "real":
+            section["runs"] = sorted(section["runs"], key=lambda r: (list(PRESETS).index(
+                r["model"]), r["seed"]))
+        everything[kind] = section
+    path.write_text(json.dumps(everything, indent=1) + "\n")
+    md = markdown(everything["runs"], everything["meta"]) if "runs" in everything else ""
+    if "real" in everything:
+        md += real_markdown(everything["real"])
+    if "d2l" in everything:
+        md += d2l_markdown(everything["d2l"])
+    (out / "quality.md").write_text(md)
+    print(f"wrote {out / 'quality.md'} and {path}")
 
 
 if __name__ == "__main__":
