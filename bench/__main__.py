@@ -64,7 +64,7 @@ def main(argv=None) -> int:
         if _USER_OMP is None:
             os.environ.pop("OMP_WAIT_POLICY", None)
         print("notebooks", flush=True)
-        results["notebooks"] = notebooks.run(Path.cwd())
+        results["notebooks"] = notebooks.run(Path.cwd(), lab=True)
     results["wall_seconds"] = time.perf_counter() - start
     js, md = report.write(results, Path(args.out))
     print(f"wrote {js} and {md} in {results['wall_seconds']:.0f} s")
