@@ -146,13 +146,13 @@ class BookLab:
                 self.proc.wait(timeout=30)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=20)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
+        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, sig)  # make and JupyterLab (their own session)
+                    self.proc.wait(timeout=wait)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    pass
         # Kernels run in sessions of their own: end any that outlived the server.
         alive = [p for p in family if p.is_running()]
         for p in alive:

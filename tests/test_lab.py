@@ -75,9 +75,10 @@ def saved_views(nb: dict) -> tuple[int, int]:
 # --------------------------------------------------------------------------- in-page probes
 OUTPUTS = ("const p = window.jupyterapp.shell.currentWidget; const outs = [...p.node"
            ".querySelectorAll('.jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-output')];")
-# A widget's text fallback (its repr), or ipywidgets' own placeholders for a view it cannot show.
-FALLBACK = (r"/^\s*[A-Za-z_]\w*\((children|value|description|layout|options)="
-            r"|Error displaying widget|Loading widget|model not found/")
+# A widget's text fallback (its repr: JupyterLab would not render the view), and ipywidgets'
+# placeholders for a view still loading or whose model is missing.
+REPR = r"/^\s*[A-Za-z_]\w*\((children|value|description|layout|options)=/"
+PLACEHOLDER = r"/Error displaying widget|Loading widget|model not found/"
 VIEWS_JS = f"""() => {{ {OUTPUTS}
   const views = outs.filter(o => o.querySelector('.jupyter-widgets'));
   const shown = views.filter(o => o.getBoundingClientRect().height > 0);
@@ -85,8 +86,10 @@ VIEWS_JS = f"""() => {{ {OUTPUTS}
     views: shown.length,
     images: shown.filter(o => [...o.querySelectorAll('.widget-output img')]
                                .some(i => i.complete && i.naturalWidth > 0)).length,
-    fallback: outs.map(o => o.textContent.trim()).filter(t => {FALLBACK}.test(t))
-                  .map(t => t.slice(0, 120)),
+    text: outs.map(o => o.textContent.trim()).filter(t => {REPR}.test(t))
+              .map(t => t.slice(0, 120)),
+    placeholders: outs.map(o => o.textContent.trim()).filter(t => {PLACEHOLDER}.test(t))
+                      .map(t => t.slice(0, 120)),
   }}; }}"""
 # Text of a label that does not fit: scrollWidth beyond clientWidth (CSS ellipsis or clipping);
 # a dropdown shows its selected option, measured against the room inside the box.
@@ -130,9 +133,10 @@ def _wait(page, probe, ready, seconds: float):
 def check_saved_views(page, nb: dict) -> list[str]:
     """Before running: each saved view renders (figure included), no text fallback."""
     views, images = saved_views(nb)
-    got = _wait(page, VIEWS_JS, lambda r: r["views"] >= views and r["images"] >= images
-                and not r["fallback"], RENDER_S)
-    problems = [f"on open: text instead of a widget: {t}" for t in got["fallback"]]
+    got = _wait(page, VIEWS_JS, lambda r: r["text"] or (
+        r["views"] >= views and r["images"] >= images and not r["placeholders"]), RENDER_S)
+    problems = [f"on open: text instead of a widget: {t}" for t in got["text"]]
+    problems += [f"on open: widget not shown: {t}" for t in got["placeholders"]]
     if got["views"] < views:
         problems.append(f"on open: {got['views']} of {views} saved widget views rendered")
     elif got["images"] < images:
@@ -216,10 +220,12 @@ def check_notebook(page, name: str, nb: dict, errors: list[str]) -> tuple[list[s
         problems += [f"error output in {e}" for e in cells["errors"]]
         if cells["notRun"] and not cells["errors"]:
             problems.append(f"cells never ran: {cells['notRun']}")
-        live = _wait(page, VIEWS_JS, lambda r: r["views"] >= cells["views"], RENDER_S)
+        live = _wait(page, VIEWS_JS, lambda r: r["text"] or (
+            r["views"] >= cells["views"] and not r["placeholders"]), RENDER_S)
         if live["views"] < cells["views"]:
             problems.append(f"after Run All: {live['views']} of {cells['views']} widget views live")
-        problems += [f"after Run All: text instead of a widget: {t}" for t in live["fallback"]]
+        problems += [f"after Run All: text instead of a widget: {t}" for t in live["text"]]
+        problems += [f"after Run All: widget not shown: {t}" for t in live["placeholders"]]
         moved, count, slowest = check_controls(page)
         problems += moved
         problems += [f"label cut off: {t}" for t in page.evaluate(CUT_LABELS_JS)]
