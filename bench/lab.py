@@ -72,7 +72,8 @@ class BookLab:
     """JupyterLab started by ``make lab`` on ``folder`` (copies of notebooks), in ``scratch``."""
 
     def __init__(self, folder: Path, scratch: Path, timeout: float = 180):
-        self.folder, self.port, self.token = Path(folder), free_port(), secrets.token_hex(16)
+        self.folder, self.scratch = Path(folder), Path(scratch)
+        self.port, self.token = free_port(), secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}"
         dirs = {name: scratch / name for name in ("config", "data", "runtime", "settings",
                                                   "workspaces")}
