@@ -352,3 +352,16 @@ def test_make_lab_signed_the_chapters_in_the_environment_only(lab, page):
     assert not list((lab.scratch / "data").rglob("nbsignatures.db"))  # the per-user data folder
     now = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in chapters()}
     assert now == lab.committed  # signing never rewrites a notebook
+
+
+NOTIFICATION = "@jupyterlab/apputils-extension:notification"
+
+
+def test_no_news_or_update_popup(lab, page):
+    """The settings override in .venv (`make install`, jupyter/overrides.json) is in force."""
+    schema = page.evaluate("async id => (await window.jupyterapp.serviceManager.settings"
+                           ".fetch(id)).schema.properties", NOTIFICATION)
+    assert schema["fetchNews"]["default"] == "false"
+    assert schema["checkForUpdates"]["default"] is False
+    # JupyterLab asks within a second of loading when news are not switched off.
+    assert "official Jupyter news" not in page.inner_text("body")
