@@ -12,9 +12,14 @@ export JUPYTER_PREFER_ENV_PATH := 1
 # two cores, spinning threads made small torch ops 15-70x slower. Numerics are unchanged.
 export OMP_WAIT_POLICY ?= PASSIVE
 LAB_ARGS ?=
+LAB_DIR  ?= notebooks
 # Jupyter refuses to run as root (containers, CI) unless told it may.
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
+# JupyterLab as the book wants it (files in jupyter/, copied into $(VENV) by `make install`): no news
+# or update pop-up, and notebook trust signatures kept in $(VENV) rather than in your home.
+LAB_CONFIG := $(VENV)/share/jupyter/lab/settings/overrides.json \
+  $(VENV)/etc/jupyter/jupyter_server_config.py $(VENV)/etc/jupyter/jupyter_notebook_config.py
 
 .PHONY: help install lab test lint format clean lock execute
 
@@ -44,7 +49,7 @@ help:
 	@echo "  make lock         re-resolve requirements.in into requirements.lock"
 	@echo "  make clean        remove $(VENV) and build outputs"
 
-install: $(STAMP)
+install: $(STAMP) $(LAB_CONFIG)
 
 $(STAMP): requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -57,8 +62,17 @@ $(STAMP): requirements.lock pyproject.toml
 	  --display-name "Python 3 (attention book)" >/dev/null
 	touch $@
 
+$(VENV)/share/jupyter/lab/settings/overrides.json: jupyter/overrides.json $(STAMP)
+	mkdir -p $(@D) && cp $< $@
+
+$(VENV)/etc/jupyter/%_config.py: jupyter/jupyter_config.py $(STAMP)
+	mkdir -p $(@D) && cp $< $@
+
+# Signs the book's own chapters (no other notebook) so that JupyterLab shows their saved widgets on
+# open; `jupyter trust` only records a signature, it never rewrites a notebook.
 lab: install
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_ARGS) $(LAB_ARGS)
+	@$(BIN)/jupyter trust --log-level=WARN notebooks/[0-9][0-9]_*.ipynb >/dev/null
+	$(BIN)/jupyter lab --config=book/lab_config.py --ServerApp.root_dir=$(LAB_DIR) $(ROOT_ARGS) $(LAB_ARGS)
 
 lint: install
 	$(BIN)/ruff check attnlib tests notebooks assignments scripts
@@ -105,6 +119,10 @@ lock:
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+.PHONY: test-lab
+test-lab: install book-deps  ## the book in JupyterLab, in headless Chromium (CH=3: chapter 3 only)
+	LAB_CHAPTERS="$(CH)" $(BIN)/python -m pytest -p no:xdist -o addopts="-ra --strict-markers" tests/test_lab.py
 
 .PHONY: bench
 bench: install  ## time attnlib against PyTorch and d2l; writes results/bench.{json,md} (python -m bench --quick: faster)

@@ -78,7 +78,7 @@ def main(argv=None) -> int:
         if _USER_OMP is None:
             os.environ.pop("OMP_WAIT_POLICY", None)
         print("notebooks", flush=True)
-        results["notebooks"] = notebooks.run(ROOT)
+        results["notebooks"] = notebooks.run(ROOT, lab=True)
     if "grading" in parts:
         print("grading", flush=True)
         results["grading"] = grading.run(quick=args.quick)

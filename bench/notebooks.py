@@ -3,6 +3,11 @@
 Each ``notebooks/NN_*.ipynb`` is read, executed in a fresh ``python3`` kernel with the
 notebooks folder as working directory, and thrown away: the committed notebooks are
 never written. The time includes starting the kernel, as a reader's "Run All" does.
+
+With ``lab=True`` each chapter is also run as a reader runs it: opened in the book's JupyterLab
+(``make lab``, in headless Chromium, ``bench/lab.py``) and timed from Run > Run All Cells until the
+last cell has run (its kernel is already started then). Both numbers stand side by side in the
+report; the browser and the page's rendering of every output make the second one larger.
 """
 from __future__ import annotations
 
@@ -34,12 +39,66 @@ def execute(path: Path, timeout: int = 600) -> dict:
             "cells": sum(c.cell_type == "code" for c in nb.cells), "error": error}
 
 
-def run(root: Path, log=print, paths: list[Path] | None = None) -> dict:
-    """Every chapter notebook, one after the other, and the whole book's total."""
+def lab_run_all(paths: list[Path], log=print, timeout: float = 900) -> dict[str, dict]:
+    """Run All of each notebook in the book's JupyterLab (copies; one server, one browser).
+
+    Returns ``{name: {"seconds": Run All's wall time or None, "error": None or a message}}``;
+    a notebook that fails (or a missing Chromium) is reported, never fatal."""
+    import shutil
+    import tempfile
+
+    from . import lab
+
+    out = {p.name: {"seconds": None, "error": lab.NO_CHROMIUM} for p in paths}
+    executable = lab.find_chromium()
+    if executable is None:
+        return out
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="bench-lab-") as scratch:
+        folder = Path(scratch) / "book"
+        folder.mkdir()
+        for path in paths:
+            shutil.copy(path, folder)
+        server = lab.BookLab(folder, Path(scratch))
+        try:
+            with sync_playwright() as pw:
+                browser = lab.launch_chromium(pw, executable)
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                lab.open_lab(page, server)
+                for path in paths:
+                    row = out[path.name] = {"seconds": None, "error": None}
+                    try:
+                        lab.open_notebook(page, path.name)
+                        row["seconds"] = lab.run_all(page, timeout=timeout)
+                        row["error"] = next(iter(lab.cell_report(page)["errors"]), None)
+                        lab.close_notebook(page)
+                    except Exception as exc:  # noqa: BLE001 - a failing chapter is reported
+                        row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+                    seconds = f"{row['seconds']:.1f} s" if row["seconds"] is not None else "-"
+                    log(f"  {path.name} in JupyterLab: {seconds}"
+                        + (f"  ERROR {row['error']}" if row["error"] else ""))
+                browser.close()
+        finally:
+            server.close()
+    return out
+
+
+def run(root: Path, log=print, paths: list[Path] | None = None, lab: bool = False) -> dict:
+    """Every chapter notebook, one after the other, and the whole book's total; with ``lab``,
+    also each one's Run All time in JupyterLab (``lab_seconds``, ``lab_error``)."""
     rows = []
-    for path in paths if paths is not None else chapter_notebooks(root):
+    paths = paths if paths is not None else chapter_notebooks(root)
+    for path in paths:
         row = execute(path)
         log(f"  {row['notebook']}: {row['seconds']:.1f} s" + (f"  ERROR {row['error']}"
                                                               if row["error"] else ""))
         rows.append(row)
-    return {"notebooks": rows, "total_seconds": sum(r["seconds"] for r in rows)}
+    result = {"notebooks": rows, "total_seconds": sum(r["seconds"] for r in rows)}
+    if lab:
+        timed = lab_run_all(paths, log=log)
+        for row in rows:
+            row["lab_seconds"] = timed[row["notebook"]]["seconds"]
+            row["lab_error"] = timed[row["notebook"]]["error"]
+        result["lab_total_seconds"] = sum(r["lab_seconds"] or 0.0 for r in rows)
+    return result

@@ -264,8 +264,16 @@ def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
     if book:
         text.append("\n## The book\n\nEvery chapter notebook executed headless with nbclient "
                     "(fresh kernel each, kernel start included, committed files untouched).\n\n")
-        body = [[r["notebook"], r["cells"], f"{r['seconds']:.1f}", r["error"] or "ok"]
+        lab = "lab_total_seconds" in book  # bench/notebooks.py: Run All in JupyterLab as well
+        if lab:
+            text.append("JupyterLab: the same notebook opened in the book's JupyterLab (headless "
+                        "Chromium), timed from Run All until its last cell ran.\n\n")
+        body = [[r["notebook"], r["cells"], f"{r['seconds']:.1f}"]
+                + ([f"{r['lab_seconds']:.1f}" if r["lab_seconds"] is not None else "-"] if lab
+                   else []) + [r["error"] or (lab and r["lab_error"]) or "ok"]
                 for r in book["notebooks"]]
-        body.append(["**whole book**", "", f"**{book['total_seconds']:.1f}**", ""])
-        text.append(_table(["notebook", "code cells", "seconds", "status"], body))
+        body.append(["**whole book**", "", f"**{book['total_seconds']:.1f}**"]
+                    + ([f"**{book['lab_total_seconds']:.1f}**"] if lab else []) + [""])
+        text.append(_table(["notebook", "code cells", "seconds"]
+                           + (["JupyterLab Run All s"] if lab else []) + ["status"], body))
     return "".join(text)

@@ -1,4 +1,4 @@
-# Jupyter server settings for reading the book in JupyterLab (make lab passes
+# Jupyter server settings for reading the book in JupyterLab (`make lab` passes
 # --config=book/lab_config.py). nbgrader's server extensions (formgrader, assignment lists,
 # validation) are for instructors' courses, which docs/instructors.md runs with make assignments
 # and make grade; loaded here they only log "No nbgrader_config.py file found" twice.

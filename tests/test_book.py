@@ -1,4 +1,4 @@
-"""The book as a static website, checked in a real browser (headless Chromium, DevTools protocol).
+"""The book as a static website, checked in a real browser (headless Chromium, Playwright).
 
 Builds build/book/ (``scripts/build_book.py``; skipped when its inputs are unchanged), serves it
 on a free local port and opens every page: formulas must be typeset by the site's own MathJax,
@@ -7,28 +7,25 @@ host, and widgets must show a static snapshot instead of an empty box. A screens
 saved under build/book-screenshots/.
 
 Browser: ``$CHROME`` if set, else chromium / google-chrome on PATH (on Debian and Ubuntu
-``make install`` installs the ``chromium`` package when run as root).
+``make test`` installs the ``chromium`` package when run as root), driven by Playwright
+(``bench.lab.find_chromium``; Playwright never downloads a browser here).
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import http.server
 import importlib.util
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
-import time
 from pathlib import Path
 
 import pytest
-import websocket
+
+from bench.lab import NO_CHROMIUM, find_chromium, launch_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "build" / "book"
@@ -188,109 +185,17 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def find_browser() -> str:
-    candidates = [os.environ.get("CHROME", "")]
-    candidates += [
-        shutil.which(n) or ""
-        for n in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
-    ]
-    candidates += [
-        "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-        "/Applications/Chromium.app/Contents/MacOS/Chromium",
-    ]
-    for path in candidates:
-        if path and os.access(path, os.X_OK):
-            return path
-    pytest.fail(
-        "No Chrome or Chromium found for the browser check of the book. On Debian/Ubuntu run "
-        "`sudo apt-get install chromium` (`make install` does it when run as root); elsewhere "
-        "install Google Chrome or Chromium, or point $CHROME at its executable."
-    )
-
-
-class Browser:
-    """A headless Chromium and one DevTools websocket (flat sessions, one per page)."""
-
-    def __init__(self, executable: str):
-        self.profile = tempfile.mkdtemp(prefix="book-chromium-")
-        flags = [
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--no-first-run",
-            "--no-default-browser-check",
-            "--disable-extensions",
-            "--disable-sync",
-            "--mute-audio",
-            "--hide-scrollbars",
-            "--allow-file-access-from-files",
-            "--remote-debugging-port=0",
-            f"--user-data-dir={self.profile}",
-            "about:blank",
-        ]
-        self.proc = subprocess.Popen(
-            [executable, *flags], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        port_file = Path(self.profile) / "DevToolsActivePort"
-        deadline = time.monotonic() + 60
-        while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{executable} did not start its DevTools endpoint")
-            time.sleep(0.1)
-        port, path = port_file.read_text().splitlines()[:2]
-        self.ws = websocket.create_connection(
-            f"ws://127.0.0.1:{port}{path}",
-            timeout=60,
-            suppress_origin=True,
-            enable_multithread=True,
-        )
-        self.next_id = 0
-        self.events: list[dict] = []
-
-    def send(self, method: str, params: dict | None = None, session: str | None = None) -> dict:
-        self.next_id += 1
-        message = {"id": self.next_id, "method": method, "params": params or {}}
-        if session:
-            message["sessionId"] = session
-        self.ws.send(json.dumps(message))
-        while True:
-            reply = json.loads(self.ws.recv())
-            if reply.get("id") == self.next_id:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply.get("result", {})
-            self.events.append(reply)
-
-    def wait_for(self, method: str, session: str, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while not any(
-            e.get("method") == method and e.get("sessionId") == session for e in self.events
-        ):
-            self.ws.settimeout(max(0.1, deadline - time.monotonic()))
-            self.events.append(json.loads(self.ws.recv()))
-            if time.monotonic() > deadline:
-                raise TimeoutError(method)
-        self.ws.settimeout(60)
-
-    def close(self):
-        try:
-            self.ws.close()
-        finally:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-            shutil.rmtree(self.profile, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def browser():
-    b = Browser(find_browser())
-    yield b
-    b.close()
+    from playwright.sync_api import sync_playwright
+
+    executable = find_chromium()
+    if executable is None:
+        pytest.fail(NO_CHROMIUM)
+    with sync_playwright() as pw:
+        chromium = launch_chromium(pw, executable)
+        yield chromium
+        chromium.close()
 
 
 # Runs in the page once it has loaded: waits for MathJax and the images, then reports.
@@ -329,64 +234,32 @@ REPORT_JS = r"""
 
 # Screenshots show a tall first screen (and the first widget snapshot): a full-page capture of a
 # long chapter costs seconds of re-layout each.
-VIEWPORT = {"width": 1280, "height": 2400, "deviceScaleFactor": 1, "mobile": False}
+VIEWPORT = {"width": 1280, "height": 2400}
 SCROLL_TO_WIDGET_JS = """(() => { const e = document.querySelector('.widget-snapshot');
   if (!e) return false; window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 600);
   return true; })()"""
 
 
-def open_page(browser: Browser, url: str) -> tuple[dict, list[str], list[str], dict[str, bytes]]:
+def open_page(browser, url: str) -> tuple[dict, list[str], list[str], dict[str, bytes]]:
     """Load ``url``; return (report, console errors, requests to other hosts, PNG screenshots)."""
-    target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-    session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
-        "sessionId"
-    ]
+    base = url.split("/")[0] + "//" + url.split("/")[2] if url.startswith("http") else "file://"
+    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
     try:
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            browser.send(f"{domain}.enable", session=session)
-        browser.send("Emulation.setDeviceMetricsOverride", VIEWPORT, session)
-        start = len(browser.events)
-        browser.send("Page.navigate", {"url": url}, session)
-        browser.wait_for("Page.loadEventFired", session)
-        result = browser.send(
-            "Runtime.evaluate",
-            {"expression": REPORT_JS, "awaitPromise": True, "returnByValue": True},
-            session,
-        )
-        assert "exceptionDetails" not in result, result
-        report = json.loads(result["result"]["value"])
-        shots = {"": browser.send("Page.captureScreenshot", {"format": "png"}, session)["data"]}
-        scrolled = browser.send(
-            "Runtime.evaluate", {"expression": SCROLL_TO_WIDGET_JS, "returnByValue": True}, session
-        )
-        if scrolled["result"].get("value"):
-            shots["__widget"] = browser.send("Page.captureScreenshot", {"format": "png"}, session)[
-                "data"
-            ]
+        page = context.new_page()
         errors, remote = [], []
-        base = url.split("/")[0] + "//" + url.split("/")[2] if url.startswith("http") else "file://"
-        for event in browser.events[start:]:
-            if event.get("sessionId") != session:
-                continue
-            method, params = event.get("method"), event.get("params", {})
-            if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-                errors.append(
-                    " ".join(str(a.get("value", a.get("description", ""))) for a in params["args"])
-                )
-            elif method == "Runtime.exceptionThrown":
-                errors.append(
-                    params["exceptionDetails"].get("exception", {}).get("description", "exception")
-                )
-            elif method == "Log.entryAdded" and params["entry"]["level"] == "error":
-                errors.append(f"{params['entry']['text']} {params['entry'].get('url', '')}")
-            elif method == "Network.requestWillBeSent":
-                request_url = params["request"]["url"]
-                if not request_url.startswith((base, "data:", "blob:", "about:")):
-                    remote.append(request_url)
-        return report, errors, remote, {k: base64.b64decode(v) for k, v in shots.items()}
+        page.on("console", lambda m: errors.append(f"{m.text} {m.location.get('url', '')}".strip())
+                if m.type in ("error", "assert") else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: None if r.url.startswith((base, "data:", "blob:", "about:"))
+                else remote.append(r.url))
+        page.goto(url, wait_until="load", timeout=60_000)
+        report = json.loads(page.evaluate(REPORT_JS))
+        shots = {"": page.screenshot()}
+        if page.evaluate(SCROLL_TO_WIDGET_JS):
+            shots["__widget"] = page.screenshot()
+        return report, errors, remote, shots
     finally:
-        browser.send("Target.closeTarget", {"targetId": target})
-        browser.events = [e for e in browser.events if e.get("sessionId") != session]
+        context.close()
 
 
 @pytest.mark.parametrize("page", PAGES)
