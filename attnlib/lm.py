@@ -117,7 +117,7 @@ def sample(model: DecoderOnlyLM, prompt: torch.Tensor, num_new: int, temperature
     """
     if not isinstance(model, DecoderOnlyLM):
         raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
-    check_token_ids("prompt", prompt, model.vocab_size)
+    check_token_ids("prompt", prompt, model.vocab_size, module_device(model))
     check_int("num_new", num_new, minimum=0)
     check_number("temperature", temperature)
     if temperature < 0:

@@ -678,6 +678,8 @@ case("sample-num-new-neg", lambda: A.sample(lm(), IDS, -1), ValueError, r"num_ne
 case("sample-too-long", lambda: A.sample(lm(), IDS, 4), ValueError, r"prompt of 3 tokens \+ num_new=4 exceeds the model's max_len=6")
 case("sample-model-str", lambda: A.sample("gpt", IDS, 2), TypeError, r"model must be a DecoderOnlyLM, got str")
 case("sample-stop-range", lambda: A.sample(lm(), IDS, 2, stop=10), ValueError, r"stop must be None or a token id in \[0, 9\], got 10")
+case("sample-prompt-other-device", lambda: A.sample(lm(), IDS.to("meta"), 2), ValueError,
+     r"prompt is on meta but the model is on cpu")
 case("sample-prompt-float", lambda: A.sample(lm(), IDS.float(), 2), TypeError, r"prompt must hold integer token ids")
 case("NGramLM-n-zero", lambda: A.NGramLM(0), ValueError, r"n must be a positive int, got 0")
 case("NGramLM-n-float", lambda: A.NGramLM(2.0), TypeError, r"n must be an int, got float")
