@@ -25,11 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_positive
+from ._checks import check_int, check_number, check_positive, check_tensor, module_device
 from .data import TATOEBA_FRA_ENG, Vocab, _preprocess
 from .multihead import KVCache
 from .positional import LearnedPositionalEmbedding
-from .seq2seq import check_token_ids
+from .seq2seq import check_sizes, check_token_ids
 from .transformer import TransformerEncoderBlock, _embed, _token_embedding
 
 
@@ -43,6 +43,7 @@ class CausalBlock(TransformerEncoderBlock):
     """
 
     def forward(self, X: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        check_tensor("X", X, 3, f"(batch, steps, {self.attention.num_hiddens})")
         Y = self.addnorm1.residual(X, lambda x: self.attention(x, x, x, causal=True, cache=cache))
         return self.addnorm2.residual(Y, self.ffn)  # (batch, steps, num_hiddens)
 
@@ -60,6 +61,9 @@ class DecoderOnlyLM(nn.Module):
                  num_heads: int = 4, num_blks: int = 2, dropout: float = 0.0,
                  max_len: int = 128) -> None:
         super().__init__()
+        check_sizes(dropout, vocab_size=vocab_size, num_hiddens=num_hiddens,
+                    ffn_num_hiddens=ffn_num_hiddens, num_heads=num_heads, num_blks=num_blks,
+                    max_len=max_len)
         self.vocab_size, self.max_len = vocab_size, max_len
         self.embedding = _token_embedding(vocab_size, num_hiddens)
         self.pos_embedding = LearnedPositionalEmbedding(num_hiddens, dropout, max_len)
@@ -75,7 +79,7 @@ class DecoderOnlyLM(nn.Module):
         return [KVCache() for _ in self.blks]
 
     def forward(self, X: torch.Tensor, caches: list[KVCache] | None = None) -> torch.Tensor:
-        check_token_ids("X", X, self.vocab_size)
+        check_token_ids("X", X, self.vocab_size, module_device(self))
         if caches is not None and len(caches) != len(self.blks):
             raise ValueError(f"caches must hold one KVCache per block ({len(self.blks)}), "
                              f"got {len(caches)}")
@@ -111,13 +115,18 @@ def sample(model: DecoderOnlyLM, prompt: torch.Tensor, num_new: int, temperature
     reruns the whole sequence. Both give the same tokens for the same ``generator`` state.
     Generation stops early once every row has produced ``stop`` (rows that stopped keep it).
     """
-    check_token_ids("prompt", prompt, model.vocab_size)
-    if not isinstance(num_new, int) or num_new < 0:
-        raise ValueError(f"num_new must be a non-negative int, got {num_new!r}")
-    if not isinstance(temperature, (int, float)) or temperature < 0:
-        raise ValueError(f"temperature must be a number >= 0, got {temperature!r}")
-    if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k must be None or a positive int, got {top_k!r}")
+    if not isinstance(model, DecoderOnlyLM):
+        raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
+    check_token_ids("prompt", prompt, model.vocab_size, module_device(model))
+    check_int("num_new", num_new, minimum=0)
+    check_number("temperature", temperature)
+    if temperature < 0:
+        raise ValueError(f"temperature must be a number >= 0 (0: greedy), got {temperature!r}")
+    if top_k is not None:
+        check_int("top_k", top_k)
+    if stop is not None and (not isinstance(stop, int) or not 0 <= stop < model.vocab_size):
+        raise ValueError(f"stop must be None or a token id in [0, {model.vocab_size - 1}], "
+                         f"got {stop!r}")
     if prompt.shape[1] + num_new > model.max_len:
         raise ValueError(f"prompt of {prompt.shape[1]} tokens + num_new={num_new} exceeds the "
                          f"model's max_len={model.max_len}")
@@ -237,6 +246,15 @@ def train_lm(model: DecoderOnlyLM, sentences: Sequence[str], vocab: Vocab, num_s
 
 # --- the baseline ------------------------------------------------------------------------------
 
+def _check_sentences(sentences) -> None:
+    """A list (or other sequence) of strings; a lone string would be read as its characters."""
+    if isinstance(sentences, str) or not isinstance(sentences, Sequence):
+        raise TypeError(f"sentences must be a list of strings, got {type(sentences).__name__}")
+    for i, s in enumerate(sentences):
+        if not isinstance(s, str):
+            raise TypeError(f"sentences[{i}] must be a str, got {type(s).__name__}")
+
+
 class NGramLM:
     """Character n-gram model with add-k smoothing.
 
@@ -246,8 +264,7 @@ class NGramLM:
     """
 
     def __init__(self, n: int, k: float = 0.1) -> None:
-        if not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be a positive int, got {n!r}")
+        check_int("n", n)
         check_positive("k", k)
         self.n, self.k = n, k
         self.counts: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -261,6 +278,7 @@ class NGramLM:
 
     def fit(self, sentences: Sequence[str]) -> NGramLM:
         """Count every (history, next character) of ``sentences``."""
+        _check_sentences(sentences)
         for s in sentences:
             for h, c in self._events(s):
                 self.counts[h][c] += 1
@@ -279,5 +297,8 @@ class NGramLM:
 
     def perplexity(self, sentences: Sequence[str]) -> float:
         """``exp`` of the mean per-character negative log-likelihood of ``sentences``."""
+        _check_sentences(sentences)
+        if not sentences:
+            raise ValueError("sentences must hold at least one sentence, got an empty list")
         nll = [-self.log_prob(h, c) for s in sentences for h, c in self._events(s)]
         return math.exp(sum(nll) / len(nll))

@@ -19,10 +19,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_tensor
+from ._checks import check_float, check_module_input, check_tensor, module_device
 from .multihead import MultiHeadAttention
 from .positional import LearnedPositionalEmbedding, PositionalEncoding
-from .seq2seq import check_token_ids
+from .seq2seq import check_sizes, check_token_ids
+
+
+def _check_channels(X: torch.Tensor, channels: int) -> None:
+    """``X`` must be a float ``(batch, steps, channels)`` tensor."""
+    check_tensor("X", X, 3, f"(batch, steps, {channels})")
+    check_float("X", X)
+    if X.shape[-1] != channels:
+        raise ValueError(f"X has {X.shape[-1]} channels (shape {tuple(X.shape)}), expected "
+                         f"{channels}")
 
 
 class CausalConv1d(nn.Module):
@@ -37,14 +46,14 @@ class CausalConv1d(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 2,
                  dilation: int = 1) -> None:
         super().__init__()
+        check_sizes(in_channels=in_channels, out_channels=out_channels, kernel_size=kernel_size,
+                    dilation=dilation)
         self.in_channels, self.kernel_size, self.dilation = in_channels, kernel_size, dilation
         self.linear = nn.Linear(kernel_size * in_channels, out_channels)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        check_tensor("X", X, 3, f"(batch, steps, {self.in_channels})")
-        if X.shape[-1] != self.in_channels:
-            raise ValueError(f"X has {X.shape[-1]} channels (shape {tuple(X.shape)}), expected "
-                             f"{self.in_channels}")
+        _check_channels(X, self.in_channels)
+        check_module_input(self, "X", X)
         n = X.shape[1]
         taps = [F.pad(X, (0, 0, k * self.dilation, 0))[:, :n]  # (batch, steps, in): X shifted k d
                 for k in range(self.kernel_size - 1, -1, -1)]  # oldest tap first, as Conv1d
@@ -71,6 +80,7 @@ class TCBlock(nn.Module):
 
     def __init__(self, in_channels: int, seq_len: int, filters: int) -> None:
         super().__init__()
+        check_sizes(in_channels=in_channels, seq_len=seq_len, filters=filters)
         num_layers = max(1, math.ceil(math.log2(seq_len)))
         self.blocks = nn.Sequential(*(DenseBlock(in_channels + i * filters, filters, 2 ** i)
                                       for i in range(num_layers)))
@@ -86,11 +96,14 @@ class AttentionBlock(nn.Module):
 
     def __init__(self, in_channels: int, value_size: int) -> None:
         super().__init__()
+        check_sizes(in_channels=in_channels, value_size=value_size)
+        self.in_channels = in_channels
         self.attention = MultiHeadAttention(value_size, 1, query_size=in_channels,
                                             key_size=in_channels, value_size=in_channels)
         self.out_channels = in_channels + value_size
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        _check_channels(X, self.in_channels)
         read = self.attention(X, X, X, causal=True)  # (batch, steps, value_size)
         return torch.cat((X, read), dim=-1)  # (batch, steps, c + value_size)
 
@@ -106,6 +119,8 @@ class SNAIL(nn.Module):
     def __init__(self, vocab_size: int, num_classes: int, seq_len: int, num_hiddens: int = 32,
                  filters: int = 16, value_size: int = 32) -> None:
         super().__init__()
+        check_sizes(vocab_size=vocab_size, num_classes=num_classes, seq_len=seq_len,
+                    num_hiddens=num_hiddens, filters=filters, value_size=value_size)
         self.vocab_size = vocab_size
         self.embedding = nn.Embedding(vocab_size, num_hiddens)
         layers, c = [], num_hiddens
@@ -118,7 +133,7 @@ class SNAIL(nn.Module):
         self.head = nn.Linear(c, num_classes)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        check_token_ids("X", X, self.vocab_size)
+        check_token_ids("X", X, self.vocab_size, module_device(self))
         H = self.embedding(X)  # (batch, steps, num_hiddens)
         return self.head(self.layers(H))  # (batch, steps, num_classes)
 
@@ -134,6 +149,9 @@ class CausalTransformerTagger(nn.Module):
         super().__init__()
         if position not in (None, "sinusoidal", "learned"):
             raise ValueError(f"position must be None, 'sinusoidal' or 'learned', got {position!r}")
+        check_sizes(vocab_size=vocab_size, num_classes=num_classes, num_hiddens=num_hiddens,
+                    ffn_num_hiddens=ffn_num_hiddens, num_heads=num_heads, num_blks=num_blks,
+                    max_len=max_len)
         from .lm import CausalBlock  # the decoder-only block
 
         self.vocab_size = vocab_size
@@ -146,7 +164,7 @@ class CausalTransformerTagger(nn.Module):
         self.head = nn.Sequential(nn.LayerNorm(num_hiddens), nn.Linear(num_hiddens, num_classes))
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        check_token_ids("X", X, self.vocab_size)
+        check_token_ids("X", X, self.vocab_size, module_device(self))
         H = self.pos(self.embedding(X))  # (batch, steps, num_hiddens)
         for blk in self.blks:
             H = blk(H)  # (batch, steps, num_hiddens)

@@ -14,14 +14,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_tensor
+from ._checks import check_float, check_int, check_module_input, check_tensor
+from .seq2seq import check_sizes
 from .transformer import TransformerEncoderBlock
 
 
 def _check_patch(images: torch.Tensor, patch_size: int) -> None:
     check_tensor("images", images, 4, "(batch, channels, height, width)")
-    if not isinstance(patch_size, int) or patch_size < 1:
-        raise ValueError(f"patch_size must be a positive int, got {patch_size!r}")
+    check_int("patch_size", patch_size)
     h, w = images.shape[-2:]
     if h % patch_size or w % patch_size:
         raise ValueError(f"images of {h}x{w} pixels (shape {tuple(images.shape)}) cannot be cut "
@@ -43,6 +43,7 @@ def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
 def unpatchify(patches: torch.Tensor, patch_size: int, height: int, width: int) -> torch.Tensor:
     """The inverse of :func:`patchify`: ``(batch, patches, c p p) -> (batch, c, height, width)``."""
     check_tensor("patches", patches, 3, "(batch, patches, channels * p * p)")
+    check_sizes(patch_size=patch_size, height=height, width=width)
     p = patch_size
     rows, cols = height // p, width // p
     if rows * p != height or cols * p != width or patches.shape[1] != rows * cols \
@@ -61,6 +62,7 @@ class PatchEmbedding(nn.Module):
 
     def __init__(self, patch_size: int, in_channels: int, num_hiddens: int) -> None:
         super().__init__()
+        check_sizes(patch_size=patch_size, in_channels=in_channels, num_hiddens=num_hiddens)
         self.patch_size, self.in_channels = patch_size, in_channels
         self.proj = nn.Linear(in_channels * patch_size * patch_size, num_hiddens)
 
@@ -69,6 +71,8 @@ class PatchEmbedding(nn.Module):
         if images.shape[1] != self.in_channels:
             raise ValueError(f"images have {images.shape[1]} channels (shape "
                              f"{tuple(images.shape)}), expected in_channels={self.in_channels}")
+        check_float("images", images)
+        check_module_input(self, "images", images)
         return self.proj(patchify(images, self.patch_size))  # (batch, patches, num_hiddens)
 
 
@@ -84,6 +88,9 @@ class ViT(nn.Module):
                  num_hiddens: int = 32, ffn_num_hiddens: int = 64, num_heads: int = 4,
                  num_blks: int = 2, dropout: float = 0.0) -> None:
         super().__init__()
+        check_sizes(dropout, img_size=img_size, patch_size=patch_size, num_classes=num_classes,
+                    in_channels=in_channels, num_hiddens=num_hiddens,
+                    ffn_num_hiddens=ffn_num_hiddens, num_heads=num_heads, num_blks=num_blks)
         if img_size % patch_size:
             raise ValueError(f"img_size ({img_size}) must be a multiple of patch_size "
                              f"({patch_size})")
@@ -122,11 +129,15 @@ def attention_rollout(attentions: list[torch.Tensor], residual: bool = True) -> 
     ``R = A_L ... A_2 A_1``. Returns ``R (batch, n, n)``: row ``i`` says how much of each input
     token reaches output token ``i``; every row sums to 1.
     """
+    if not isinstance(attentions, (list, tuple)):
+        raise TypeError("attentions must be a list of (batch, heads, n, n) tensors, one per "
+                        f"layer, got {type(attentions).__name__}")
     if not attentions:
         raise ValueError("attentions must hold at least one (batch, heads, n, n) tensor")
     rollout = None
     for i, W in enumerate(attentions):
         check_tensor(f"attentions[{i}]", W, 4, "(batch, heads, n, n)")
+        check_float(f"attentions[{i}]", W)
         if W.shape[-1] != W.shape[-2]:
             raise ValueError(f"attentions[{i}] must be square self-attention weights, got shape "
                              f"{tuple(W.shape)}")

@@ -48,8 +48,8 @@ def read_csv(path):
         return {(r["student"], r["assignment"]): r for r in csv.DictReader(fh)}
 
 
-def test_seven_assignments_with_three_to_five_graded_exercises():
-    assert len(NAMES) == 7 and [n[:4] for n in NAMES] == [f"ch0{i}" for i in range(1, 8)]
+def test_eight_assignments_with_three_to_five_graded_exercises():
+    assert len(NAMES) == 8 and [n[:4] for n in NAMES] == [f"ch0{i}" for i in range(1, 9)]
     for name in NAMES:
         nb = nbformat.read(source_nb(name), as_version=4)
         graded = graded_cells(nb)

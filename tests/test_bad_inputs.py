@@ -629,6 +629,126 @@ case("record_attention-no-attention", lambda: A.record_attention(torch.nn.Linear
      r"contains no AttentionModule")
 case("AttentionRecord-unknown", lambda: A.AttentionRecord().last("x"), KeyError, r"no attention module named 'x'")
 
+# --- chapter 8: decoder-only LM, sampling, n-grams, SNAIL, ViT -----------------------------------
+IDS = torch.tensor([[1, 2, 3], [4, 5, 6]])
+IMG = torch.rand(2, 1, 8, 8)
+
+
+@functools.cache
+def _lm():
+    torch.manual_seed(0)
+    return A.DecoderOnlyLM(10, 8, 16, 2, 2, max_len=6)
+
+
+def lm():
+    return _lm()
+
+
+def vit():
+    return A.ViT(8, 4, 3, num_hiddens=8, ffn_num_hiddens=16, num_heads=2, num_blks=1)
+
+
+def snail():
+    return A.SNAIL(10, 3, 8, num_hiddens=8, filters=4, value_size=8)
+
+
+def rollout_layers(*ns):
+    return [torch.rand(1, 2, n, n).softmax(-1) for n in ns]
+
+
+case("CausalBlock-2d", lambda: A.CausalBlock(8, 16, 2)(X8[0]), ValueError, r"X must have shape \(batch, steps, 8\)")
+case("CausalBlock-size", lambda: A.CausalBlock(8, 16, 2)(X8[..., :4]), ValueError, r"X has last dim 4|queries has last dim 4")
+case("CausalBlock-cache-type", lambda: A.CausalBlock(8, 16, 2)(X8, cache="cache"), TypeError,
+     r"cache must be a KVCache or None, got str")
+case("DecoderOnlyLM-float-ids", lambda: lm()(torch.rand(2, 3)), TypeError, r"X must hold integer token ids, got dtype torch.float32")
+case("DecoderOnlyLM-id-range", lambda: lm()(IDS * 3), ValueError, r"X holds token ids in \[3, 18\].*10 tokens")
+case("DecoderOnlyLM-too-long", lambda: lm()(torch.ones(1, 7, dtype=torch.long)), ValueError, r"7.*max_len.*6|6.*positions")
+case("DecoderOnlyLM-caches-count", lambda: lm()(IDS, [A.KVCache()]), ValueError,
+     r"caches must hold one KVCache per block \(2\), got 1")
+case("DecoderOnlyLM-vocab-zero", lambda: A.DecoderOnlyLM(0), ValueError, r"vocab_size must be a positive int, got 0")
+case("DecoderOnlyLM-max-len-float", lambda: A.DecoderOnlyLM(10, max_len=8.0), TypeError, r"max_len must be an int, got float")
+case("DecoderOnlyLM-other-device", lambda: lm()(IDS.to("meta")), ValueError, r"X is on meta but the model is on cpu")
+case("sample-temperature-neg", lambda: A.sample(lm(), IDS, 2, temperature=-1.0), ValueError,
+     r"temperature must be a number >= 0 \(0: greedy\), got -1.0")
+case("sample-temperature-nan", lambda: A.sample(lm(), IDS, 2, temperature=NAN), ValueError, r"temperature must be a finite number, got nan")
+case("sample-temperature-str", lambda: A.sample(lm(), IDS, 2, temperature="hot"), TypeError, r"temperature must be a number, got str")
+case("sample-top-k-zero", lambda: A.sample(lm(), IDS, 2, top_k=0), ValueError, r"top_k must be a positive int, got 0")
+case("sample-top-k-float", lambda: A.sample(lm(), IDS, 2, top_k=2.5), TypeError, r"top_k must be an int, got float")
+case("sample-num-new-neg", lambda: A.sample(lm(), IDS, -1), ValueError, r"num_new must be a non-negative int, got -1")
+case("sample-too-long", lambda: A.sample(lm(), IDS, 4), ValueError, r"prompt of 3 tokens \+ num_new=4 exceeds the model's max_len=6")
+case("sample-model-str", lambda: A.sample("gpt", IDS, 2), TypeError, r"model must be a DecoderOnlyLM, got str")
+case("sample-stop-range", lambda: A.sample(lm(), IDS, 2, stop=10), ValueError, r"stop must be None or a token id in \[0, 9\], got 10")
+case("sample-prompt-other-device", lambda: A.sample(lm(), IDS.to("meta"), 2), ValueError,
+     r"prompt is on meta but the model is on cpu")
+case("sample-prompt-float", lambda: A.sample(lm(), IDS.float(), 2), TypeError, r"prompt must hold integer token ids")
+case("NGramLM-n-zero", lambda: A.NGramLM(0), ValueError, r"n must be a positive int, got 0")
+case("NGramLM-n-float", lambda: A.NGramLM(2.0), TypeError, r"n must be an int, got float")
+case("NGramLM-k-neg", lambda: A.NGramLM(2, k=-0.1), ValueError, r"k must be positive, got -0.1")
+case("NGramLM-unfitted", lambda: A.NGramLM(2).perplexity(["ab"]), ValueError, r"empty: call fit\(\) first")
+case("NGramLM-fit-str", lambda: A.NGramLM(2).fit("hello"), TypeError, r"sentences must be a list of strings, got str")
+case("NGramLM-fit-ids", lambda: A.NGramLM(2).fit([[1, 2]]), TypeError, r"sentences\[0\] must be a str, got list")
+case("NGramLM-perplexity-empty", lambda: A.NGramLM(2).fit(["ab"]).perplexity([]), ValueError,
+     r"sentences must hold at least one sentence")
+case("SNAIL-float-ids", lambda: snail()(torch.rand(2, 8)), TypeError, r"X must hold integer token ids")
+case("SNAIL-id-range", lambda: snail()(IDS * 3), ValueError, r"X holds token ids in \[3, 18\]")
+case("SNAIL-seq-len-zero", lambda: A.SNAIL(10, 3, 0), ValueError, r"seq_len must be a positive int, got 0")
+case("SNAIL-classes-float", lambda: A.SNAIL(10, 2.0, 8), TypeError, r"num_classes must be an int, got float")
+case("SNAIL-other-device", lambda: snail()(IDS.to("meta")), ValueError, r"X is on meta but the model is on cpu")
+case("AttentionBlock-2d", lambda: A.AttentionBlock(8, 4)(X8[0]), ValueError, r"X must have shape \(batch, steps, 8\)")
+case("AttentionBlock-size", lambda: A.AttentionBlock(8, 4)(torch.randn(2, 5, 6)), ValueError, r"X has 6 channels.*expected 8")
+case("AttentionBlock-value-size-zero", lambda: A.AttentionBlock(8, 0), ValueError, r"value_size must be a positive int, got 0")
+case("AttentionBlock-int", lambda: A.AttentionBlock(8, 4)(X8.long()), TypeError, r"X must be a floating-point tensor")
+case("CausalConv1d-size", lambda: A.CausalConv1d(4, 4)(X8), ValueError, r"X has 8 channels \(shape \(2, 5, 8\)\), expected 4")
+case("CausalConv1d-2d", lambda: A.CausalConv1d(8, 4)(X8[0]), ValueError, r"X must have shape \(batch, steps, 8\)")
+case("CausalConv1d-kernel-zero", lambda: A.CausalConv1d(4, 4, kernel_size=0), ValueError, r"kernel_size must be a positive int, got 0")
+case("CausalConv1d-dilation-zero", lambda: A.CausalConv1d(4, 4, dilation=0), ValueError, r"dilation must be a positive int, got 0")
+case("CausalConv1d-int", lambda: A.CausalConv1d(8, 4)(X8.long()), TypeError, r"X must be a floating-point tensor")
+case("CausalConv1d-float64", lambda: A.CausalConv1d(8, 4)(X8.double()), TypeError,
+     r"X has dtype torch.float64 but the module's parameters are torch.float32")
+case("CausalConv1d-other-device", lambda: A.CausalConv1d(8, 4)(X8.to("meta")), ValueError, r"X is on meta but the module is on cpu")
+case("TCBlock-seq-len-zero", lambda: A.TCBlock(8, 0, 4), ValueError, r"seq_len must be a positive int, got 0")
+case("TCBlock-filters-str", lambda: A.TCBlock(8, 8, "4"), TypeError, r"filters must be an int, got str")
+case("TCBlock-size", lambda: A.TCBlock(4, 8, 4)(X8), ValueError, r"X has 8 channels.*expected 4")
+case("CausalTransformerTagger-position", lambda: A.CausalTransformerTagger(10, 3, position="rope"), ValueError,
+     r"position must be None, 'sinusoidal' or 'learned', got 'rope'")
+case("CausalTransformerTagger-float-ids", lambda: A.CausalTransformerTagger(10, 3, 8, 16, 2, 1)(torch.rand(2, 3)),
+     TypeError, r"X must hold integer token ids")
+case("CausalTransformerTagger-classes-zero", lambda: A.CausalTransformerTagger(10, 0), ValueError,
+     r"num_classes must be a positive int, got 0")
+case("ViT-patch-not-dividing", lambda: A.ViT(8, 3, 3), ValueError, r"img_size \(8\) must be a multiple of patch_size \(3\)")
+case("ViT-patch-zero", lambda: A.ViT(8, 0, 3), ValueError, r"patch_size must be a positive int, got 0")
+case("ViT-image-size", lambda: vit()(torch.rand(2, 1, 12, 12)), ValueError, r"images must be 8x8, got shape \(2, 1, 12, 12\)")
+case("ViT-channels", lambda: vit()(torch.rand(2, 3, 8, 8)), ValueError, r"images have 3 channels.*in_channels=1")
+case("ViT-3d", lambda: vit()(IMG[0]), ValueError, r"images must have shape \(batch, channels, height, width\)")
+case("ViT-uint8", lambda: vit()((IMG * 255).to(torch.uint8)), TypeError, r"images must be a floating-point tensor.*uint8")
+case("ViT-other-device", lambda: vit()(IMG.to("meta")), ValueError, r"images is on meta but the module is on cpu")
+case("PatchEmbedding-channels", lambda: A.PatchEmbedding(4, 3, 8)(IMG), ValueError, r"images have 1 channels.*in_channels=3")
+case("PatchEmbedding-patch-zero", lambda: A.PatchEmbedding(0, 1, 8), ValueError, r"patch_size must be a positive int, got 0")
+case("PatchEmbedding-float64", lambda: A.PatchEmbedding(4, 1, 8)(IMG.double()), TypeError,
+     r"images has dtype torch.float64 but the module's parameters are torch.float32")
+case("patchify-not-dividing", lambda: A.patchify(torch.rand(1, 1, 7, 8), 2), ValueError,
+     r"images of 7x8 pixels.*cannot be cut into 2x2 patches")
+case("patchify-3d", lambda: A.patchify(IMG[0], 4), ValueError, r"images must have shape \(batch, channels, height, width\)")
+case("patchify-list", lambda: A.patchify([[0.0]], 1), TypeError, r"images must be a torch.Tensor")
+case("patchify-patch-float", lambda: A.patchify(IMG, 2.0), TypeError, r"patch_size must be an int, got float")
+case("unpatchify-mismatch", lambda: A.unpatchify(torch.rand(1, 4, 4), 2, 6, 6), ValueError,
+     r"patches of shape \(1, 4, 4\) do not tile a 6x6 image with 2x2 patches \(9 patches expected\)")
+case("unpatchify-patch-zero", lambda: A.unpatchify(torch.rand(1, 4, 4), 0, 4, 4), ValueError,
+     r"patch_size must be a positive int, got 0")
+case("unpatchify-2d", lambda: A.unpatchify(torch.rand(4, 4), 2, 4, 4), ValueError, r"patches must have shape")
+case("unpatchify-height-str", lambda: A.unpatchify(torch.rand(1, 4, 4), 2, "4", 4), TypeError, r"height must be an int, got str")
+case("attention_rollout-empty", lambda: A.attention_rollout([]), ValueError, r"attentions must hold at least one")
+case("attention_rollout-tensor", lambda: A.attention_rollout(rollout_layers(3)[0]), TypeError,
+     r"attentions must be a list of \(batch, heads, n, n\) tensors, one per layer, got Tensor")
+case("attention_rollout-3d", lambda: A.attention_rollout([torch.rand(2, 3, 3)]), ValueError,
+     r"attentions\[0\] must have shape \(batch, heads, n, n\)")
+case("attention_rollout-not-square", lambda: A.attention_rollout([torch.rand(1, 2, 3, 4)]), ValueError,
+     r"attentions\[0\] must be square self-attention weights, got shape \(1, 2, 3, 4\)")
+case("attention_rollout-layers-differ", lambda: A.attention_rollout(rollout_layers(3, 4)), ValueError,
+     r"attentions\[1\] has shape \(1, 2, 4, 4\), unlike the layers before it")
+case("attention_rollout-int", lambda: A.attention_rollout([torch.ones(1, 2, 3, 3, dtype=torch.long)]), TypeError,
+     r"attentions\[0\] must be a floating-point tensor")
+
 
 @pytest.mark.parametrize(("call", "error", "message"), CASES)
 def test_bad_call_gets_a_clear_error(call, error, message):
