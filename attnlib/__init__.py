@@ -110,12 +110,12 @@ __all__ += [  # models, training and decoding (chapters 4, 5, 7)
     "build_model", "greedy_decode", "masked_ce_loss", "train_seq2seq", "training_args", "translate",
 ]
 
-from .lm import CausalBlock, DecoderOnlyLM, NGramLM, sample  # noqa: E402
+from .lm import CausalBlock, DecoderOnlyLM, NGramLM, next_token_probs, sample  # noqa: E402
 from .snail import SNAIL, AttentionBlock, CausalConv1d, CausalTransformerTagger, TCBlock  # noqa: E402
 from .vit import PatchEmbedding, ViT, attention_rollout, patchify, unpatchify  # noqa: E402
 
 __all__ += [  # chapter 8
-    "CausalBlock", "DecoderOnlyLM", "NGramLM", "sample",
+    "CausalBlock", "DecoderOnlyLM", "NGramLM", "next_token_probs", "sample",
     "SNAIL", "AttentionBlock", "CausalConv1d", "CausalTransformerTagger", "TCBlock",
     "ViT", "PatchEmbedding", "attention_rollout", "patchify", "unpatchify",
 ]

@@ -90,16 +90,27 @@ class DecoderOnlyLM(nn.Module):
         return self.dense(self.ln(H))  # (batch, steps, vocab_size)
 
 
+def next_token_probs(logits: torch.Tensor, temperature: float = 1.0,
+                     top_k: int | None = None) -> torch.Tensor:
+    """The distribution sampling draws from: ``softmax(logits / temperature)`` over the ``top_k``
+    largest logits of each row (``None``: all), 0 elsewhere. ``logits (batch, vocab)``."""
+    check_tensor("logits", logits, 2, "(batch, vocab)")
+    check_positive("temperature", temperature)
+    if top_k is not None:
+        check_int("top_k", top_k)
+    logits = logits / temperature
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (batch, 1): the k-th largest
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return logits.softmax(-1)  # (batch, vocab)
+
+
 def _next_token(logits: torch.Tensor, temperature: float, top_k: int | None,
                 generator: torch.Generator | None) -> torch.Tensor:
     """Draw one token per row from ``logits (batch, vocab)``; ``temperature=0`` is greedy."""
     if temperature == 0:
         return logits.argmax(-1, keepdim=True)  # (batch, 1)
-    logits = logits / temperature
-    if top_k is not None and top_k < logits.shape[-1]:
-        kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (batch, 1): the k-th largest
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    probs = logits.softmax(-1)  # (batch, vocab)
+    probs = next_token_probs(logits, temperature, top_k)  # (batch, vocab)
     return torch.multinomial(probs, 1, generator=generator)  # (batch, 1)
 
 

@@ -676,6 +676,9 @@ case("sample-top-k-zero", lambda: A.sample(lm(), IDS, 2, top_k=0), ValueError, r
 case("sample-top-k-float", lambda: A.sample(lm(), IDS, 2, top_k=2.5), TypeError, r"top_k must be an int, got float")
 case("sample-num-new-neg", lambda: A.sample(lm(), IDS, -1), ValueError, r"num_new must be a non-negative int, got -1")
 case("sample-too-long", lambda: A.sample(lm(), IDS, 4), ValueError, r"prompt of 3 tokens \+ num_new=4 exceeds the model's max_len=6")
+case("next_token_probs-temperature-zero", lambda: A.next_token_probs(torch.zeros(1, 5), 0.0), ValueError, r"temperature must be positive, got 0.0")
+case("next_token_probs-logits-1d", lambda: A.next_token_probs(torch.zeros(5)), ValueError, r"logits must have shape \(batch, vocab\) \(2-D\), got a 1-D tensor of shape \(5,\)")
+case("next_token_probs-top-k-zero", lambda: A.next_token_probs(torch.zeros(1, 5), 1.0, top_k=0), ValueError, r"top_k must be a positive int, got 0")
 case("sample-model-str", lambda: A.sample("gpt", IDS, 2), TypeError, r"model must be a DecoderOnlyLM, got str")
 case("sample-stop-range", lambda: A.sample(lm(), IDS, 2, stop=10), ValueError, r"stop must be None or a token id in \[0, 9\], got 10")
 case("sample-prompt-other-device", lambda: A.sample(lm(), IDS.to("meta"), 2), ValueError,

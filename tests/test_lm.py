@@ -108,3 +108,21 @@ def test_trained_lm_beats_unigram_and_learns_text(one_thread):
     assert losses[-1] < losses[0] / 2
     bigram = lm.NGramLM(2, k=0.1).fit(train).perplexity(val)
     assert lm.perplexity(model, val, vocab) < bigram
+
+
+def test_next_token_probs_is_the_distribution_sample_draws_from():
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0], [0.0, 3.0, 1.0, 1.0]])
+    P = lm.next_token_probs(logits, 0.5, top_k=2)
+    kept = torch.tensor([[2.0, 1.0], [3.0, 1.0]]) / 0.5
+    assert torch.allclose(P[0, :2], kept[0].softmax(-1)) and P[0, 2:].eq(0).all()
+    assert P[1, 0] == 0 and torch.allclose(P[1].sum(), torch.tensor(1.0))  # a tie at the k-th: both kept
+    assert torch.allclose(lm.next_token_probs(logits), logits.softmax(-1))
+    # sample's draws follow it: 4,000 single-token draws against the probabilities
+    model = lm.DecoderOnlyLM(vocab_size=4, num_hiddens=8, ffn_num_hiddens=16, num_heads=2, num_blks=1,
+                             max_len=4)
+    prompt = torch.zeros(4000, 1, dtype=torch.long)
+    with torch.no_grad():
+        p = lm.next_token_probs(model(prompt[:1])[:, -1], 1.5, top_k=3)[0]
+    drawn = lm.sample(model, prompt, 1, 1.5, 3, torch.Generator().manual_seed(0))[:, 1]
+    freq = torch.bincount(drawn, minlength=4) / 4000
+    assert (freq - p).abs().max() < 0.03 and freq[p == 0].sum() == 0
