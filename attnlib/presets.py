@@ -12,6 +12,14 @@ Every model sees the same data (:data:`DATA_DEFAULTS`), so their scores compare.
 """
 from __future__ import annotations
 
+import hashlib
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from .device import best_device
 from .seq2seq import (
     EncoderDecoder,
     LuongAttentionDecoder,
@@ -19,7 +27,7 @@ from .seq2seq import (
     Seq2SeqDecoder,
     Seq2SeqEncoder,
 )
-from .training import check_data, check_training
+from .training import History, as_device, check_data, check_training, train_seq2seq
 from .transformer import TransformerDecoder, TransformerEncoder
 
 #: The corpus every chapter trains on (arguments of ``attnlib.data.TranslationData``).
@@ -99,12 +107,71 @@ def build_model(name: str, data, **overrides) -> EncoderDecoder:
     return EncoderDecoder(encoder, decoder)
 
 
+def train_preset(name: str, data, device=None, cache: bool = True, **overrides):
+    """Build preset ``name`` with seed 0 and train it with its settings; return ``(model, history)``.
+
+    The same call always gives the same model, so chapters that study one model (chapter 5 and
+    chapter 7 share the Transformer) train it once: with ``cache`` the weights and the
+    :class:`~attnlib.training.History` are saved under :func:`cache_dir` and the next call with
+    the same preset, settings, data, device type, torch and attnlib loads them instead of
+    training (``history.cached`` is then True). ``overrides`` go to :func:`build_model` and
+    :func:`training_args`. The global random state is left as it was, cached or not.
+    """
+    model_args = {k: v for k, v in overrides.items() if k not in _TRAINING_KEYS}
+    train_args = training_args(name, **{k: v for k, v in overrides.items() if k in _TRAINING_KEYS})
+    device = as_device(device) if device is not None else best_device()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = build_model(name, data, **model_args)
+    path = cache_dir() / f"{name}-{_fingerprint(name, data, device, overrides)}.pt"
+    if cache and path.exists():
+        try:
+            saved = torch.load(path, map_location=device, weights_only=True)
+            model.load_state_dict(saved["model"])
+            return model.to(device).eval(), History(**{**saved["history"], "cached": True})
+        except Exception:  # an unreadable or stale file: train again and overwrite it
+            pass
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        history = train_seq2seq(model, data, device=device, progress=False, **train_args)
+    if cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        torch.save({"model": model.state_dict(), "history": asdict(history)}, tmp)
+        os.replace(tmp, path)  # atomic: a chapter running beside this one never reads half a file
+    return model, history
+
+
+def cache_dir() -> Path:
+    """Where :func:`train_preset` keeps trained models: ``$ATTNLIB_CACHE``, else
+    ``$XDG_CACHE_HOME/attnlib`` (``~/.cache/attnlib``). Delete it to retrain."""
+    if os.environ.get("ATTNLIB_CACHE"):
+        return Path(os.environ["ATTNLIB_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnlib"
+
+
+def _fingerprint(name: str, data, device: torch.device, overrides: dict) -> str:
+    """A hash of everything the trained weights depend on."""
+    h = hashlib.sha256(repr((name, sorted(PRESETS[name].items()), sorted(overrides.items()),
+                             device.type, torch.__version__, data.batch_size,
+                             data.src_vocab.idx_to_token, data.tgt_vocab.idx_to_token)).encode())
+    for pairs in (data.train, data.val):
+        for t in data.build(pairs) if len(pairs) else ():
+            h.update(t.numpy().tobytes())
+    for source in sorted(Path(__file__).parent.glob("*.py")):  # any change to attnlib's code
+        h.update(source.read_bytes())
+    return h.hexdigest()[:16]
+
+
 # ----------------------------------------------------------------------------- real data
 #: Real Tatoeba pairs (arguments of ``attnlib.data.FraEngData``): 10,000 training pairs, 1,000
 #: held-out English sentences (with all their translations) for test, 500 for validation.
 #: Sized for ``make quality`` on a 2-core CPU; the models keep their presets' sizes.
 REAL_DATA_DEFAULTS = dict(batch_size=128, num_steps=20, num_train=10000, num_test=1000,
                           num_val=500, min_freq=2, seed=0)
+#: A short run on real pairs that a chapter trains in seconds: 3,000 training pairs drawn from the
+#: 10,000 shortest of the file (``num_steps=8``), 200 held-out English sentences.
+REAL_SMALL = dict(batch_size=64, num_steps=8, max_pairs=10000, num_train=3000, num_test=200,
+                  num_val=50, min_freq=2, seed=0)
 #: Epochs and learning rate on real data, for ``train_seq2seq``.
 REAL_TRAINING = {name: dict(num_epochs=4, lr=0.005)
                  for name in ("no_attention", "bahdanau", "luong_dot", "transformer")}

@@ -96,6 +96,7 @@ class History:
     val_loss: list[float] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)  # training time per epoch
     tokens: list[int] = field(default_factory=list)  # target tokens (not padding) per epoch
+    cached: bool = False  # loaded by attnlib.presets.train_preset, not trained just now
 
     @property
     def tokens_per_sec(self) -> float:
@@ -107,8 +108,9 @@ class History:
 
     def summary(self) -> str:
         val = f", val loss {self.val_loss[-1]:.3f}" if self.val_loss else ""
+        where = " (loaded from the cache)" if self.cached else ""
         return (f"loss {self.train_loss[-1]:.3f}{val}, {self.tokens_per_sec:,.0f} tokens/s "
-                f"on {self.device}, {self.total_seconds:.1f} s")
+                f"on {self.device}, {self.total_seconds:.1f} s{where}")
 
 
 def check_data(data) -> None:

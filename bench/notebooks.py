@@ -11,6 +11,9 @@ report; the browser and the page's rendering of every output make the second one
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -84,16 +87,35 @@ def lab_run_all(paths: list[Path], log=print, timeout: float = 900) -> dict[str,
     return out
 
 
+@contextlib.contextmanager
+def _environ(**values):
+    """Set environment variables (inherited by the kernels started inside) for a while."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def run(root: Path, log=print, paths: list[Path] | None = None, lab: bool = False) -> dict:
     """Every chapter notebook, one after the other, and the whole book's total; with ``lab``,
     also each one's Run All time in JupyterLab (``lab_seconds``, ``lab_error``)."""
     rows = []
     paths = paths if paths is not None else chapter_notebooks(root)
-    for path in paths:
-        row = execute(path)
-        log(f"  {row['notebook']}: {row['seconds']:.1f} s" + (f"  ERROR {row['error']}"
-                                                              if row["error"] else ""))
-        rows.append(row)
+    # A reader's first pass: no model kept from an earlier run (attnlib.train_preset's cache
+    # starts empty), so chapter 5 trains the Transformer and chapter 7 loads it.
+    with tempfile.TemporaryDirectory(prefix="attnlib-cache-") as cache, \
+            _environ(ATTNLIB_CACHE=cache):
+        for path in paths:
+            row = execute(path)
+            log(f"  {row['notebook']}: {row['seconds']:.1f} s" + (f"  ERROR {row['error']}"
+                                                                  if row["error"] else ""))
+            rows.append(row)
     result = {"notebooks": rows, "total_seconds": sum(r["seconds"] for r in rows)}
     if lab:
         timed = lab_run_all(paths, log=log)

@@ -525,7 +525,7 @@ case("translate-none", lambda: A.translate(bahdanau(), data(), None), TypeError,
 # --- metrics -------------------------------------------------------------------------------------
 case("bleu-double-space", lambda: A.bleu("a  b", "a b"), ValueError, r"pred_seq has an empty token")
 case("bleu-label-double-space", lambda: A.bleu("a b", "a b "), ValueError, r"label_seq has an empty token")
-case("bleu-empty", lambda: A.bleu("", "a"), ValueError, r"pred_seq is an empty sentence")
+case("bleu-empty-reference", lambda: A.bleu("a", " "), ValueError, r"label_seq is an empty sentence")
 case("bleu-k-zero", lambda: A.bleu("a", "a", k=0), ValueError, r"k \(the longest n-gram\) must be a positive int")
 case("bleu-list", lambda: A.bleu(["a"], "a"), TypeError, r"pred_seq must be a string")
 case("corpus_bleu-lengths", lambda: A.corpus_bleu(["a"], ["a", "b"]), ValueError, r"same length, got 1 and 2")
@@ -621,6 +621,12 @@ case("build_model-override", lambda: A.build_model("bahdanau", data(), heads=3),
 case("build_model-data", lambda: A.build_model("bahdanau", None), TypeError, r"data must be a TranslationData")
 case("build_model-bad-size", lambda: A.build_model("transformer", data(), num_heads=3), ValueError, r"divisible")
 case("training_args-name", lambda: A.training_args("nope"), ValueError, r"unknown preset 'nope'")
+case("train_preset-name", lambda: A.train_preset("nope", data()), ValueError, r"unknown preset 'nope'")
+case("train_preset-override", lambda: A.train_preset("bahdanau", data(), heads=2), ValueError,
+     r"preset 'bahdanau' has no setting\(s\) \['heads'\]")
+case("train_preset-data", lambda: A.train_preset("bahdanau", [1, 2]), TypeError, r"data must be a TranslationData")
+case("train_preset-device", lambda: A.train_preset("bahdanau", data(), device="gpu0"), ValueError,
+     r"device must name a torch device")
 case("training_args-lr", lambda: A.training_args("bahdanau", lr=-1), ValueError,
      r"lr must be positive, got -1")
 case("record_attention-not-module", lambda: A.record_attention("model").__enter__(), TypeError,

@@ -5,7 +5,7 @@ import torch.nn.functional as F
 
 from attnlib.data import TranslationData
 from attnlib.decoding import beam_search, greedy_decode, translate
-from attnlib.presets import PRESETS, build_model, training_args
+from attnlib.presets import PRESETS, build_model, train_preset, training_args
 from attnlib.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
 from attnlib.training import (
     evaluate_loss,
@@ -165,6 +165,57 @@ def test_preset_errors(data):
         build_model("lstm", data)
     with pytest.raises(ValueError, match="no setting"):
         build_model("bahdanau", data, num_hidden=3)
+
+
+TINY = dict(num_epochs=1, num_hiddens=16, ffn_num_hiddens=32)
+
+
+def same_weights(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(),
+                                                  strict=True))
+
+
+def test_train_preset_trains_like_the_chapters_and_loads_the_same_model_again(data, tmp_path,
+                                                                               monkeypatch):
+    monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path))
+    torch.manual_seed(0)
+    by_hand = build_model("transformer", data, num_hiddens=16, ffn_num_hiddens=32)
+    by_hand_history = train_seq2seq(by_hand, data, progress=False, device="cpu",
+                                    **training_args("transformer", num_epochs=1))
+    torch.manual_seed(123)
+    trained, history = train_preset("transformer", data, device="cpu", **TINY)
+    after_training = torch.rand(3)
+    torch.manual_seed(123)
+    loaded, loaded_history = train_preset("transformer", data, device="cpu", **TINY)
+    assert torch.equal(torch.rand(3), after_training)  # the caller's random state is untouched
+    assert same_weights(trained, by_hand) and same_weights(loaded, trained)
+    assert history.train_loss == by_hand_history.train_loss == loaded_history.train_loss
+    assert not history.cached and loaded_history.cached and "cache" in loaded_history.summary()
+    assert not loaded.training
+    assert len(list(tmp_path.glob("transformer-*.pt"))) == 1
+
+
+def test_train_preset_keys_the_cache_on_settings_and_data_and_survives_a_bad_file(data, tmp_path,
+                                                                                 monkeypatch):
+    monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path))
+    train_preset("transformer", data, device="cpu", **TINY)
+    _, other = train_preset("transformer", data, device="cpu", **{**TINY, "lr": 0.001})
+    smaller = TranslationData(batch_size=32, num_steps=24, num_pairs=200, seed=0)
+    _, other_data = train_preset("transformer", smaller, device="cpu", **TINY)
+    assert not other.cached and not other_data.cached
+    files = sorted(tmp_path.glob("transformer-*.pt"))
+    assert len(files) == 3
+    for f in files:
+        f.write_bytes(b"not a checkpoint")
+    _, again = train_preset("transformer", data, device="cpu", **TINY)
+    assert not again.cached  # trained again and rewrote the file
+    assert train_preset("transformer", data, device="cpu", **TINY)[1].cached
+
+
+def test_train_preset_without_cache_writes_nothing(data, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path / "cache"))
+    _, history = train_preset("transformer", data, device="cpu", cache=False, **TINY)
+    assert not history.cached and not (tmp_path / "cache").exists()
 
 
 # --- decoding sentences --------------------------------------------------------------------------------
