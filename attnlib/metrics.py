@@ -52,11 +52,15 @@ def bleu(pred_seq: str, label_seq: str, k: int = 2) -> float:
     """d2l's sentence BLEU: brevity penalty times the n-gram precisions ``p_n`` (n <= k)
     weighted by ``p_n ** (1 / 2**n)``, tokens split on single spaces (d2l 1.0.3 ``bleu``).
 
-    Unlike d2l, an empty sentence raises ``ValueError`` instead of being scored as ``['']``.
+    An empty prediction (a model that emits ``<eos>`` first) scores 0; d2l would score it as
+    the one token ``''``. An empty reference raises ``ValueError``.
     """
-    pred_tokens, label_tokens = _check_sentence("pred_seq", pred_seq), _check_sentence("label_seq", label_seq)
+    label_tokens = _check_sentence("label_seq", label_seq)
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"k (the longest n-gram) must be a positive int, got {k!r}")
+    if isinstance(pred_seq, str) and not pred_seq.strip():
+        return 0.0  # nothing matches, and the brevity penalty exp(1 - n / 0) is 0
+    pred_tokens = _check_sentence("pred_seq", pred_seq)
     len_pred, len_label = len(pred_tokens), len(label_tokens)
     score = math.exp(min(0, 1 - len_label / len_pred))  # brevity penalty
     for n in range(1, min(k, len_pred) + 1):

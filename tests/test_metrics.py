@@ -54,9 +54,15 @@ def test_bleu_by_hand():
     assert bleu("la la la la", "la voiture rouge", k=1) == pytest.approx((1 / 4) ** 0.5)
 
 
+def test_an_empty_prediction_scores_zero_but_its_reference_is_still_checked():
+    assert bleu("", "va !") == 0.0 and bleu(" ", "va !", k=4) == 0.0
+    with pytest.raises(ValueError, match="label_seq is an empty sentence"):
+        bleu("", "")
+    with pytest.raises(ValueError, match="k "):
+        bleu("", "va !", k=0)
+
+
 def test_bleu_errors():
-    with pytest.raises(ValueError, match="pred_seq is an empty sentence"):
-        bleu("", "va !")
     with pytest.raises(ValueError, match="label_seq"):
         bleu("va !", "  ")
     with pytest.raises(TypeError, match="pred_seq must be a string"):
