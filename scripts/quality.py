@@ -46,6 +46,8 @@ from attnlib.presets import (
     build_model,
     training_args,
 )
+from attnlib.results import D2L_BOOK as D2L_BOOK_NUMBERS
+from attnlib.results import mean_std
 from attnlib.training import train_seq2seq
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +69,7 @@ def evaluate(model, data) -> dict:
             by_len[name] = {"n": len(bucket), "bleu": corpus_bleu(
                 [hyps[index[p.src]] for p in bucket], [p.tgt_text for p in bucket])}
     d2l = {" ".join(s): translate(model, data, [s])[0] for s, _, _ in D2L_SENTENCES}
-    d2l_bleu = {s: bleu(h, " ".join(t), k=2) if h else 0.0
+    d2l_bleu = {s: bleu(h, " ".join(t), k=2)
                 for (s, h), (_, t, _) in zip(d2l.items(), D2L_SENTENCES, strict=True)}
     return {"bleu": corpus_bleu(hyps, refs), "chrf": corpus_chrf(hyps, refs),
             "exact": 100 * sum(h == r for h, r in zip(hyps, refs, strict=True)) / len(refs),
@@ -90,13 +92,6 @@ def run(name: str, seed: int, data) -> dict:
               "device": history.device}
     result.update(evaluate(model, data))
     return result
-
-
-def _mean_sd(values) -> str:
-    values = list(values)
-    if len(values) == 1:
-        return f"{values[0]:.1f}"
-    return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f}"
 
 
 def markdown(runs: list[dict], meta: dict) -> str:
@@ -132,12 +127,12 @@ def markdown(runs: list[dict], meta: dict) -> str:
         rs = [r for r in runs if r["model"] == m]
         align = [max(r["alignment"].values()) for r in rs if r["alignment"]]
         lines.append(
-            f"| {LABELS.get(m, m)} | {rs[0]['parameters']:,} | {_mean_sd(r['train_seconds'] for r in rs)} | "
-            f"{_mean_sd(r['train_cpu_seconds'] for r in rs)} | "
+            f"| {LABELS.get(m, m)} | {rs[0]['parameters']:,} | {mean_std(r['train_seconds'] for r in rs)} | "
+            f"{mean_std(r['train_cpu_seconds'] for r in rs)} | "
             f"{statistics.mean(r['tokens_per_sec'] for r in rs):,.0f} | "
             f"{statistics.mean(r['tokens_per_cpu_sec'] for r in rs):,.0f} | "
-            f"{_mean_sd(r['bleu'] for r in rs)} | {_mean_sd(r['chrf'] for r in rs)} | "
-            f"{_mean_sd(r['exact'] for r in rs)} | {_mean_sd(align) if align else '-'} |")
+            f"{mean_std(r['bleu'] for r in rs)} | {mean_std(r['chrf'] for r in rs)} | "
+            f"{mean_std(r['exact'] for r in rs)} | {mean_std(align) if align else '-'} |")
     sizes = {b: runs[0]["bleu_by_length"][b]["n"] for b in buckets}
     lines += ["", "## BLEU by source length (tokens, with the final `.`)", "",
               "| model | " + " | ".join(f"{b} ({sizes[b]})" for b in buckets) + " |",
@@ -145,7 +140,7 @@ def markdown(runs: list[dict], meta: dict) -> str:
     for m in models:
         rs = [r for r in runs if r["model"] == m]
         lines.append(f"| {LABELS.get(m, m)} | " + " | ".join(
-            _mean_sd(r["bleu_by_length"][b]["bleu"] for r in rs) for b in buckets) + " |")
+            mean_std(r["bleu_by_length"][b]["bleu"] for r in rs) for b in buckets) + " |")
     lines += ["", f"## d2l's four sentences (seed {runs[0]['seed']}; none is in the training split)",
               "", "| model | " + " | ".join(f"`{s}`" for s in runs[0]["d2l_sentences"]) + " |",
               "|---|" + "---|" * len(runs[0]["d2l_sentences"])]
@@ -240,10 +235,10 @@ def real_markdown(real: dict) -> str:
     for m in models:
         rs = [r for r in runs if r["model"] == m]
         lines.append(
-            f"| {LABELS.get(m, m)} | {rs[0]['parameters']:,} | {_mean_sd(r['train_seconds'] for r in rs)} | "
+            f"| {LABELS.get(m, m)} | {rs[0]['parameters']:,} | {mean_std(r['train_seconds'] for r in rs)} | "
             f"{statistics.mean(r['final_val_loss'] for r in rs):.2f} | "
-            f"{_mean_sd(r['bleu'] for r in rs)} | {_mean_sd(r['bleu_all_refs'] for r in rs)} | "
-            f"{_mean_sd(r['chrf'] for r in rs)} | {_mean_sd(r['exact_any'] for r in rs)} |")
+            f"{mean_std(r['bleu'] for r in rs)} | {mean_std(r['bleu_all_refs'] for r in rs)} | "
+            f"{mean_std(r['chrf'] for r in rs)} | {mean_std(r['exact_any'] for r in rs)} |")
     buckets = list(runs[0]["bleu_by_length"])
     sizes = {b: runs[0]["bleu_by_length"][b]["n"] for b in buckets}
     lines += ["", "## Real sentences: BLEU by source length (tokens, with the final punctuation)", "",
@@ -252,7 +247,7 @@ def real_markdown(real: dict) -> str:
     for m in models:
         rs = [r for r in runs if r["model"] == m]
         lines.append(f"| {LABELS.get(m, m)} | " + " | ".join(
-            _mean_sd(r["bleu_by_length"][b]["bleu"] for r in rs) for b in buckets) + " |")
+            mean_std(r["bleu_by_length"][b]["bleu"] for r in rs) for b in buckets) + " |")
     beam_runs = [r for r in runs if "beam" in r]
     if beam_runs:
         lines += ["", "## Real sentences: greedy search vs beam search (length penalty 0.6)", "",
@@ -261,10 +256,10 @@ def real_markdown(real: dict) -> str:
         for m in models:
             rs = [r for r in beam_runs if r["model"] == m]
             if rs:
-                lines.append(f"| {LABELS.get(m, m)} | {_mean_sd(r['bleu'] for r in rs)} | "
-                             f"{_mean_sd(r['greedy_seconds'] for r in rs)} | " + " | ".join(
-                                 _mean_sd(r["beam"][k]["bleu"] for r in rs) for k in "148") + " | "
-                             + " | ".join(_mean_sd(r["beam"][k]["seconds"] for r in rs)
+                lines.append(f"| {LABELS.get(m, m)} | {mean_std(r['bleu'] for r in rs)} | "
+                             f"{mean_std(r['greedy_seconds'] for r in rs)} | " + " | ".join(
+                                 mean_std(r["beam"][k]["bleu"] for r in rs) for k in "148") + " | "
+                             + " | ".join(mean_std(r["beam"][k]["seconds"] for r in rs)
                                           for k in "148") + " |")
         lines += ["", "Seconds: decoding all test sentences on one CPU thread, greedy in "
                   "batches, beam search one sentence at a time (machine shared with other jobs).",
@@ -274,8 +269,8 @@ def real_markdown(real: dict) -> str:
 
 # ----------------------------------------------------------------------------- d2l's experiment
 
-D2L_BOOK = {"bahdanau": "loss 0.019-0.022, 5,141 tokens/s (d2l-zh, V100)",
-            "transformer": "loss 0.030-0.033, 5,118 tokens/s (d2l-zh, V100)"}
+D2L_BOOK = {m: f"loss {loss}, {speed} tokens/s (d2l-zh, V100)"
+            for m, (loss, speed) in D2L_BOOK_NUMBERS.items()}
 
 
 class _D2LNet(torch.nn.Module):
