@@ -31,7 +31,6 @@ import argparse
 import csv
 import datetime
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -44,7 +43,6 @@ STARTED = time.monotonic()
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "assignments" / "source"
 CONFIG = ROOT / "assignments" / "nbgrader_config.py"
-EXERCISE = re.compile(r"^ex(\d+)_")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the autograde package
 from autograde.pairs import Result, _find_submission, grade_pair, worker_init  # noqa: E402
 
@@ -59,12 +57,12 @@ def _env() -> dict:
     return env
 
 
-def _nbgrader(course: Path, args: list[str], timeout: float | None = None):
+def _nbgrader(course: Path, args: list[str]):
     """Run ``nbgrader ARGS`` on ``course``; returns ``(returncode, combined output)``."""
     cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={course}",
            f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.db'}"]
     done = subprocess.run(cmd, cwd=course, env=_env(), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=timeout)
+                          stderr=subprocess.STDOUT, text=True)
     return done.returncode, done.stdout
 
 
@@ -157,6 +155,7 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
           jobs: int | None = None, no_sandbox: bool = False, student: str | None = None,
           assignment: str | None = None) -> Run:
     """Grade every (student, assignment) pair in ``submissions`` into a new run folder."""
+    from autograde.grader import load_spec
     from autograde.sandbox import probe
 
     started = time.monotonic()
@@ -179,21 +178,19 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
         raise SystemExit(f"error: no student folder {submissions / student}")
     handed = {s: {n: _find_submission(submissions / s, n) for n in names} for s in students}
     wanted = [n for n in names if assignment or any(handed[s][n] for s in students)]
+    specs = {n: load_spec(source, n) for n in wanted}  # parsed once; the workers get a copy
     run = Run(new_run_folder(Path(out).resolve()))
     pairs = [(s, n) for s in students for n in wanted]
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(pairs) or 1))
     log(f"grading {len(pairs)} (student, assignment) pairs, {jobs} at a time"
         f"{'' if not no_sandbox else ', WITHOUT a sandbox'} -> {run.folder}")
-    args = {p: (p[0], p[1], handed[p[0]][p[1]], run.folder / "work" / p[0] / p[1], source, timeout,
-                no_sandbox) for p in pairs}
+    args = {p: (p[0], p[1], handed[p[0]][p[1]], run.folder / "work" / p[0] / p[1], specs[p[1]],
+                timeout, no_sandbox) for p in pairs}
     done: dict[tuple[str, str], Result] = {}
 
     def record(r: Result) -> None:
-        from autograde.grader import load_spec
-
         done[r.student, r.assignment] = r
-        _feedback(r, load_spec(source, r.assignment).points,
-                  run.feedback / r.student / f"{r.assignment}.md")
+        _feedback(r, specs[r.assignment].points, run.feedback / r.student / f"{r.assignment}.md")
         log(f"{r.student:>20} {r.assignment:<26} {r.total:g}/{r.max_score:g} {r.status}")
 
     if jobs == 1:
@@ -211,9 +208,7 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
                     record(future.result())
                 except Exception as err:  # noqa: BLE001 - a worker died: that pair fails, not the run
                     s, n = futures[future]
-                    from autograde.grader import load_spec
-
-                    points = load_spec(source, n).points
+                    points = specs[n].points
                     record(Result(s, n, dict.fromkeys(points, 0.0), sum(points.values()), "grading failed",
                                   [f"the grader's worker died ({type(err).__name__})"],
                                   "no" if no_sandbox else "yes"))

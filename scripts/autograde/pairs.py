@@ -6,8 +6,12 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
+
+if TYPE_CHECKING:
+    from autograde.grader import Spec
 
 
 @dataclass
@@ -69,12 +73,11 @@ def _stage(submission: Path, dest: Path, name: str):
     return nb, notes
 
 
-def grade_pair(student: str, name: str, submission: Path | None, work: Path, source: Path,
+def grade_pair(student: str, name: str, submission: Path | None, work: Path, spec: Spec,
                timeout: float = 30.0, no_sandbox: bool = False) -> Result:
-    """Grade one (student, assignment) pair; never raises."""
-    from autograde.grader import grade_notebook, load_spec  # torch: only in the workers
+    """Grade one (student, assignment) pair against ``spec`` (``grader.load_spec``); never raises."""
+    from autograde.grader import grade_notebook  # imports torch: ``generate`` never needs it
 
-    spec = load_spec(source, name)
     max_score = sum(spec.points.values())
     zero = dict.fromkeys(spec.points, 0.0)
     sandbox = "no" if no_sandbox else "yes"
