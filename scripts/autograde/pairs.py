@@ -94,6 +94,19 @@ def grade_pair(student: str, name: str, submission: Path | None, work: Path, spe
                       [f"internal error: {type(err).__name__}: {_short(err)}"], sandbox)
 
 
+def write_feedback(result: Result, points: dict[int, float], path: Path) -> None:
+    """The student's feedback file: score, points per exercise (``points``: the maximum of
+    each), and the notes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"# {result.assignment}: feedback for {result.student}", "",
+             f"**Score: {result.total:g} / {result.max_score:g}** ({result.status})", "",
+             "| exercise | points | out of |", "|---|---|---|"]
+    lines += [f"| {k} | {result.scores.get(k, 0.0):g} | {p:g} |" for k, p in sorted(points.items())]
+    lines += ["", "## Notes", ""]
+    lines += [f"- {n}" for n in result.notes] or ["- every test passed"]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def worker_init(path: str) -> None:
     sys.path.insert(0, path)
     import torch
