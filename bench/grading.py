@@ -24,16 +24,22 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "scripts"  # assignments.py and the autograde package
 SOURCE = ROOT / "assignments" / "source"
 KINDS = ("honest", "wrong", "broken", "adversarial")
 
 
-def _cli():
-    spec = importlib.util.spec_from_file_location("assignments_cli", ROOT / "scripts" / "assignments.py")
+def _graders():
+    """``scripts/assignments.py`` (the sandboxed grader's command) and ``autograde.legacy``."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    spec = importlib.util.spec_from_file_location("assignments_cli", SCRIPTS / "assignments.py")
     cli = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = cli
     spec.loader.exec_module(cli)
-    return cli
+    from autograde import legacy
+
+    return cli, legacy
 
 
 def _submission(name: str, kind: str) -> str:
@@ -68,8 +74,8 @@ def make_class(root: Path, students: int, names: list[str]) -> dict[str, str]:
 def run(quick: bool = False, students: int = 12, names: list[str] | None = None,
         jobs: int | None = None, timeout: float = 30.0, legacy: bool = True) -> dict:
     """Grade one generated class with both graders; returns the measurements."""
-    cli = _cli()
-    names = names or sorted(p.name for p in SOURCE.iterdir() if p.is_dir())
+    cli, old = _graders()
+    names = names or cli.assignment_names(SOURCE)
     if quick:
         students, names = 4, [n for n in names if n.startswith("ch03")][:1]
     jobs = jobs or os.cpu_count() or 1
@@ -84,8 +90,6 @@ def run(quick: bool = False, students: int = 12, names: list[str] | None = None,
         result["graders"]["sandboxed"] = _measure(time.perf_counter() - start, rows, len(kinds) * len(names),
                                                   f"sandbox on, {jobs} jobs")
         if legacy:
-            from autograde import legacy as old
-
             start = time.perf_counter()
             results = old.grade(tmp / "submitted", tmp / "legacy", timeout=timeout, log=lambda *a: None)
             rows = [(kinds[r.student], r.total) for r in results]

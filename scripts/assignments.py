@@ -23,7 +23,8 @@ the tests run in the grader (``scripts/autograde/``). Each run gets its own fold
   written as soon as it is known) and what the student's code printed.
 
 The originals are never modified. ``--legacy`` runs the old nbgrader-autograde grader
-(``autograde/legacy.py``: tests in the student's kernel, not safe for untrusted work).
+(``autograde/legacy.py``: tests in the student's kernel, not safe for untrusted work); it
+takes ``--out`` and ``--timeout`` only.
 """
 from __future__ import annotations
 
@@ -31,9 +32,6 @@ import argparse
 import csv
 import datetime
 import os
-import re
-import shutil
-import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -41,53 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 STARTED = time.monotonic()
-ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "assignments" / "source"
-CONFIG = ROOT / "assignments" / "nbgrader_config.py"
-EXERCISE = re.compile(r"^ex(\d+)_")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the autograde package
-from autograde.pairs import Result, _find_submission, grade_pair, worker_init  # noqa: E402
-
-
-# ----------------------------------------------------------------------------- helpers
-def _env() -> dict:
-    """nbgrader runs ``alembic`` and the kernel by name: put this Python's bin/ first."""
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env["JUPYTER_PREFER_ENV_PATH"] = "1"
-    env.setdefault("PYTHONHASHSEED", "0")
-    return env
-
-
-def _nbgrader(course: Path, args: list[str], timeout: float | None = None):
-    """Run ``nbgrader ARGS`` on ``course``; returns ``(returncode, combined output)``."""
-    cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={course}",
-           f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.db'}"]
-    done = subprocess.run(cmd, cwd=course, env=_env(), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=timeout)
-    return done.returncode, done.stdout
-
-
-def assignment_names(source: Path = SOURCE) -> list[str]:
-    return sorted(p.name for p in source.iterdir() if (p / f"{p.name}.ipynb").is_file())
-
-
-# ----------------------------------------------------------------------------- generate
-def generate(out: Path, source: Path = SOURCE, names: list[str] | None = None) -> list[Path]:
-    """Build a fresh course directory in ``out`` and the student versions in ``out/release``."""
-    names = names or assignment_names(source)
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    shutil.copy(CONFIG, out / "nbgrader_config.py")
-    for name in names:
-        shutil.copytree(source / name, out / "source" / name,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    rc, log = _nbgrader(out, ["generate_assignment", "*", "--force"])  # one process for all
-    released = [out / "release" / name / f"{name}.ipynb" for name in names]
-    if rc != 0 or not all(p.is_file() for p in released):
-        raise RuntimeError(f"nbgrader generate_assignment failed:\n{log}")
-    return released
+from autograde.course import ROOT, SOURCE, assignment_names, generate  # noqa: E402
+from autograde.pairs import Result, _find_submission, grade_pair, worker_init, write_feedback  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- grade
@@ -113,17 +67,6 @@ class Run:
         return (f"graded {len(handed)} submission{'s' * (len(handed) != 1)}, {len(students)} "
                 f"student{'s' * (len(students) != 1)}, {len(self.results)} "
                 f"row{'s' * (len(self.results) != 1)} in {self.seconds:.0f} s")
-
-
-def _feedback(result: Result, points: dict[int, float], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"# {result.assignment}: feedback for {result.student}", "",
-             f"**Score: {result.total:g} / {result.max_score:g}** ({result.status})", "",
-             "| exercise | points | out of |", "|---|---|---|"]
-    lines += [f"| {k} | {result.scores.get(k, 0.0):g} | {p:g} |" for k, p in sorted(points.items())]
-    lines += ["", "## Notes", ""]
-    lines += [f"- {n}" for n in result.notes] or ["- every test passed"]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _write_csv(path: Path, results: list[Result]) -> None:
@@ -157,6 +100,7 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
           jobs: int | None = None, no_sandbox: bool = False, student: str | None = None,
           assignment: str | None = None) -> Run:
     """Grade every (student, assignment) pair in ``submissions`` into a new run folder."""
+    from autograde.grader import load_spec
     from autograde.sandbox import probe
 
     started = time.monotonic()
@@ -179,21 +123,19 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
         raise SystemExit(f"error: no student folder {submissions / student}")
     handed = {s: {n: _find_submission(submissions / s, n) for n in names} for s in students}
     wanted = [n for n in names if assignment or any(handed[s][n] for s in students)]
+    specs = {n: load_spec(source, n) for n in wanted}  # parsed once; the workers get a copy
     run = Run(new_run_folder(Path(out).resolve()))
     pairs = [(s, n) for s in students for n in wanted]
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(pairs) or 1))
     log(f"grading {len(pairs)} (student, assignment) pairs, {jobs} at a time"
         f"{'' if not no_sandbox else ', WITHOUT a sandbox'} -> {run.folder}")
-    args = {p: (p[0], p[1], handed[p[0]][p[1]], run.folder / "work" / p[0] / p[1], source, timeout,
-                no_sandbox) for p in pairs}
+    args = {p: (p[0], p[1], handed[p[0]][p[1]], run.folder / "work" / p[0] / p[1], specs[p[1]],
+                timeout, no_sandbox) for p in pairs}
     done: dict[tuple[str, str], Result] = {}
 
     def record(r: Result) -> None:
-        from autograde.grader import load_spec
-
         done[r.student, r.assignment] = r
-        _feedback(r, load_spec(source, r.assignment).points,
-                  run.feedback / r.student / f"{r.assignment}.md")
+        write_feedback(r, specs[r.assignment].points, run.feedback / r.student / f"{r.assignment}.md")
         log(f"{r.student:>20} {r.assignment:<26} {r.total:g}/{r.max_score:g} {r.status}")
 
     if jobs == 1:
@@ -211,9 +153,7 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
                     record(future.result())
                 except Exception as err:  # noqa: BLE001 - a worker died: that pair fails, not the run
                     s, n = futures[future]
-                    from autograde.grader import load_spec
-
-                    points = load_spec(source, n).points
+                    points = specs[n].points
                     record(Result(s, n, dict.fromkeys(points, 0.0), sum(points.values()), "grading failed",
                                   [f"the grader's worker died ({type(err).__name__})"],
                                   "no" if no_sandbox else "yes"))
@@ -232,19 +172,27 @@ def main(argv=None) -> int:
     r.add_argument("submissions", type=Path)
     r.add_argument("--out", type=Path, default=ROOT / "build" / "grades")
     r.add_argument("--timeout", type=float, default=30.0, help="seconds per cell (default 30)")
-    r.add_argument("--jobs", type=int, default=0, help="pairs graded at once (default: all cores)")
+    r.add_argument("--jobs", type=int, help="pairs graded at once (default: all cores)")
     r.add_argument("--student", help="grade this student only")
     r.add_argument("--assignment", help="grade this assignment only")
     r.add_argument("--no-sandbox", action="store_true",
                    help="run student code without bubblewrap (recorded in the grade table)")
     r.add_argument("--legacy", action="store_true",
-                   help="the old nbgrader autograde path (unsafe; kept for benchmarks)")
+                   help="the old nbgrader autograde path (unsafe; kept for benchmarks; takes --out "
+                        "and --timeout only)")
     args = parser.parse_args(argv)
     if args.command == "generate":
         for p in generate(args.out.resolve()):
             print("wrote", p)
         return 0
     if args.legacy:
+        ignored = [opt for opt, given in (("--jobs", args.jobs is not None),
+                                          ("--student", args.student is not None),
+                                          ("--assignment", args.assignment is not None),
+                                          ("--no-sandbox", args.no_sandbox)) if given]
+        if ignored:
+            r.error(f"--legacy grades every pair one at a time, unsandboxed, with --out and "
+                    f"--timeout only; it does not take {', '.join(ignored)}")
         from autograde import legacy
 
         out = args.out.resolve() / "legacy"

@@ -3,7 +3,6 @@
 Grading itself (sandbox, adversarial submissions, parallel runs) is tested in
 ``tests/test_grading_sandbox.py``. Every course directory lives in ``tmp_path``.
 """
-import csv
 import importlib.util
 import os
 import sys
@@ -37,15 +36,6 @@ def source_nb(name):
 
 def graded_cells(nb):
     return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
-
-
-def cell(nb, grade_id):
-    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-
-
-def read_csv(path):
-    with open(path, newline="", encoding="utf-8") as fh:
-        return {(r["student"], r["assignment"]): r for r in csv.DictReader(fh)}
 
 
 def test_eight_assignments_with_three_to_five_graded_exercises():

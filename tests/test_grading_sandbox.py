@@ -48,14 +48,6 @@ def digest(*roots: Path, skip: Path | None = None) -> dict:
     return out
 
 
-def untouched(name):
-    nb = nbformat.read(SOURCE / name / f"{name}.ipynb", as_version=4)
-    for c in nb.cells:
-        if c.metadata.get("nbgrader", {}).get("solution"):
-            c.source = "# YOUR CODE HERE\nraise NotImplementedError()"
-    return nb
-
-
 def sleepers() -> list[str]:
     found = []
     for p in Path("/proc").iterdir():
@@ -85,7 +77,7 @@ def graded(tmp_path_factory):
     expected = attacks.write_class(subs, source, host_paths=targets)
     for name in NAMES:  # ch03's untouched version is the attack "untouched"
         todo = [("solver", nbformat.read(SOURCE / name / f"{name}.ipynb", as_version=4))]
-        todo += [("idle", untouched(name))] if name in IDLE else []
+        todo += [("idle", attacks.untouched(SOURCE, name))] if name in IDLE else []
         for student, nb in todo:
             (subs / student / name).mkdir(parents=True)
             nbformat.write(nb, subs / student / name / f"{name}.ipynb")

@@ -1,11 +1,14 @@
 """Adversarial and broken submissions of ``ch03_scoring_functions``, with the points each must get.
 
-Used by ``tests/test_grading_sandbox.py`` and ``bench/grading.py``. Every attack starts from the
-instructor's solution (full marks) and changes one exercise, mostly exercise 4 (its function is
-used by no other exercise), so the expected points say exactly which exercise the attack may
-cost: ``ATTACKS[name] = (change, expected points of ex1..ex4)``. Where an attack would
-*succeed* by reading, reaching or rigging something, its function returns the right answer only
-if the attack worked and a wrong one otherwise, so a broken defence shows as points gained.
+``tests/test_grading_sandbox.py`` grades a class that ``write_class`` writes (one student per
+attack) and checks each row. Every attack but ``untouched`` (nothing answered) starts from
+the instructor's solution (full marks) and changes one exercise, mostly exercise 4 (its
+function is used by no other exercise), so the expected points say exactly which exercise
+the attack may cost: ``ATTACKS[name] = (changes, expected points of ex1..ex4)``. ``changes``
+maps a grade id to the new source of that cell, or an ``@`` key to an edit of the notebook
+(``@meta``, ``@dup``, ``@move``, ``@delete``: see ``make_submission``). Where an attack would
+*succeed* by reading, reaching or rigging something, its function returns the right answer
+only if the attack worked and a wrong one otherwise, so a broken defence shows as points gained.
 """
 from __future__ import annotations
 
@@ -153,7 +156,7 @@ print("forked", forked)
                 "    raise ValueError('student bug')"}, (0, 2, 0, 0)),
     "loops": ({"ex2_solution": "while True:\n    pass"}, (3, 0, 0, 2)),
     "deletes_test": ({"@delete": "ex2_tests"}, FULL),
-    "untouched": ({}, (0, 0, 0, 0)),  # replaced by the released notebook in make_submission
+    "untouched": ({}, (0, 0, 0, 0)),  # nothing answered: see untouched()
 }
 
 
@@ -161,16 +164,25 @@ def _cell(nb, gid):
     return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
 
 
+def untouched(source: Path, name: str):
+    """Assignment ``name`` handed in unanswered: the source notebook with every solution cell
+    replaced by nbgrader's stub, which raises ``NotImplementedError``."""
+    nb = nbformat.read(Path(source) / name / f"{name}.ipynb", as_version=4)
+    for c in nb.cells:
+        if c.metadata.get("nbgrader", {}).get("solution"):
+            c.source = "# YOUR CODE HERE\nraise NotImplementedError()"
+    return nb
+
+
 def make_submission(source: Path, attack: str, host_paths=()):
     """The notebook a student with this ``attack`` hands in. ``host_paths``: what an attacker
     who knows the grading machine would go for (the source notebooks, other submissions, the
-    grader's output, the Makefile)."""
-    nb = nbformat.read(Path(source) / NAME / f"{NAME}.ipynb", as_version=4)
-    changes, _ = ATTACKS[attack]
+    grader's output, the Makefile); ``__HOST_PATHS__`` in an attack's source becomes their list."""
     if attack == "untouched":
-        for c in nb.cells:
-            if c.metadata.get("nbgrader", {}).get("solution"):
-                c.source = "# YOUR CODE HERE\nraise NotImplementedError()"
+        nb = untouched(source, NAME)
+    else:
+        nb = nbformat.read(Path(source) / NAME / f"{NAME}.ipynb", as_version=4)
+    changes, _ = ATTACKS[attack]
     for key, text in changes.items():
         if key == "@meta":
             for item in text.split(";"):
@@ -197,10 +209,10 @@ def make_submission(source: Path, attack: str, host_paths=()):
     return nb
 
 
-def write_class(root: Path, source: Path, attacks=None, host_paths=()) -> dict[str, tuple[int, ...]]:
+def write_class(root: Path, source: Path, host_paths=()) -> dict[str, tuple[int, ...]]:
     """One student folder per attack under ``root``; returns student -> expected points."""
     expected = {}
-    for attack in attacks or ATTACKS:
+    for attack in ATTACKS:
         folder = Path(root) / attack / NAME
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(make_submission(source, attack, host_paths), folder / f"{NAME}.ipynb")

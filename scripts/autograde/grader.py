@@ -21,15 +21,15 @@ import ast
 import contextlib
 import io
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from autograde.course import EXERCISE
+from autograde.pairs import _short
 from autograde.sandbox import Sandbox, SandboxError, StudentError
 
 HIDDEN = "### BEGIN HIDDEN TESTS"
-EXERCISE = re.compile(r"^ex(\d+)_")
 SETUP_TIMEOUT = 300.0  # the locked setup cells import torch and attnlib
 
 
@@ -217,11 +217,6 @@ def _sandbox_error(err: SandboxError, timeout: float) -> str:
     if err.kind == "died":
         return f"{err}; the points already earned were kept"
     return f"the grader could not read what it returned ({err})"
-
-
-def _short(text: str, limit: int = 160) -> str:
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(text)).strip().replace("\n", " ")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _memory_note(text: str) -> str:

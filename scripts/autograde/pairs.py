@@ -6,8 +6,12 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
+
+if TYPE_CHECKING:
+    from autograde.grader import Spec
 
 
 @dataclass
@@ -69,12 +73,11 @@ def _stage(submission: Path, dest: Path, name: str):
     return nb, notes
 
 
-def grade_pair(student: str, name: str, submission: Path | None, work: Path, source: Path,
+def grade_pair(student: str, name: str, submission: Path | None, work: Path, spec: Spec,
                timeout: float = 30.0, no_sandbox: bool = False) -> Result:
-    """Grade one (student, assignment) pair; never raises."""
-    from autograde.grader import grade_notebook, load_spec  # torch: only in the workers
+    """Grade one (student, assignment) pair against ``spec`` (``grader.load_spec``); never raises."""
+    from autograde.grader import grade_notebook  # imports torch: ``generate`` never needs it
 
-    spec = load_spec(source, name)
     max_score = sum(spec.points.values())
     zero = dict.fromkeys(spec.points, 0.0)
     sandbox = "no" if no_sandbox else "yes"
@@ -89,6 +92,19 @@ def grade_pair(student: str, name: str, submission: Path | None, work: Path, sou
     except Exception as err:  # noqa: BLE001 - one submission never stops the run
         return Result(student, name, zero, max_score, "grading failed",
                       [f"internal error: {type(err).__name__}: {_short(err)}"], sandbox)
+
+
+def write_feedback(result: Result, points: dict[int, float], path: Path) -> None:
+    """The student's feedback file: score, points per exercise (``points``: the maximum of
+    each), and the notes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"# {result.assignment}: feedback for {result.student}", "",
+             f"**Score: {result.total:g} / {result.max_score:g}** ({result.status})", "",
+             "| exercise | points | out of |", "|---|---|---|"]
+    lines += [f"| {k} | {result.scores.get(k, 0.0):g} | {p:g} |" for k, p in sorted(points.items())]
+    lines += ["", "## Notes", ""]
+    lines += [f"- {n}" for n in result.notes] or ["- every test passed"]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def worker_init(path: str) -> None:

@@ -28,11 +28,10 @@ import time
 from pathlib import Path
 
 import torch
+from autograde.runner import CALLBACK, STUDENT
 
 RUNNER = Path(__file__).with_name("runner.py")
 ATTNLIB = Path(__file__).resolve().parents[2] / "attnlib"
-CALLBACK = "\x00grader-callback:"
-STUDENT = "\x00student-function:"
 MEMORY = 6 << 30  # bytes of address space (importing torch alone maps about 3.3 GB)
 PROCESSES = 64  # processes and threads of the sandbox's user
 OUTPUT = 4 << 20  # bytes any one file may grow to, the student's printed output included
@@ -74,7 +73,7 @@ def _bind_sources() -> list[Path]:
     return sorted(p for p in paths if p.exists())
 
 
-def _command(work: Path, fds: tuple[int, int], binds: list[tuple[int, str]]) -> list[str]:
+def _command(fds: tuple[int, int], binds: list[tuple[int, str]]) -> list[str]:
     cmd = [bwrap(), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
            "--uid", "65534", "--gid", "65534", "--hostname", "sandbox",
            "--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS), "--tmpfs", "/tmp"]
@@ -114,38 +113,41 @@ class Sandbox:
         self.work, self.no_sandbox = Path(work), no_sandbox
         self.work.mkdir(parents=True, exist_ok=True)
         self.callbacks: dict[int, object] = {}
+        self.proc: subprocess.Popen | None = None
+        self.log = self.cgroup = None
         req_r, self._req = os.pipe()
         self._rep, rep_w = os.pipe()
         opened: list[int] = []
-        self.cgroup = None
-        if no_sandbox:
-            cmd = [sys.executable, str(RUNNER), str(req_r), str(rep_w),
-                   str(MEMORY), str(PROCESSES), str(OUTPUT)]
-            env = {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME")}
-            env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(ATTNLIB.parent), MPLBACKEND="Agg",
-                       PYTHONUNBUFFERED="1")
-            preexec = None
-        else:
-            # bwrap binds through file descriptors opened here, so a root grader can drop to an
-            # unprivileged uid (which the process limit then applies to) and still bind paths
-            # that uid could not reach.
-            binds = []
-            for src in _bind_sources():
-                opened.append(os.open(src, os.O_PATH | os.O_DIRECTORY))
-                binds.append((opened[-1], str(src)))
-            opened.append(os.open(ATTNLIB, os.O_PATH | os.O_DIRECTORY))
-            binds.append((opened[-1], "/sandbox/lib/attnlib"))
-            opened.append(os.open(RUNNER, os.O_RDONLY))
-            binds.append((opened[-1], "/sandbox/runner.py"))
-            cmd, env, preexec = _command(self.work, (req_r, rep_w), binds), None, None
-            preexec = self._contain()
-        self.log = open(self.work.parent / f"{self.work.name}.log", "ab")  # noqa: SIM115
         try:
+            if no_sandbox:
+                cmd = [sys.executable, str(RUNNER), str(req_r), str(rep_w),
+                       str(MEMORY), str(PROCESSES), str(OUTPUT)]
+                env = {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME")}
+                env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(ATTNLIB.parent), MPLBACKEND="Agg",
+                           PYTHONUNBUFFERED="1")
+                preexec = None
+            else:
+                # bwrap binds through file descriptors opened here, so a root grader can drop to
+                # an unprivileged uid (which the process limit then applies to) and still bind
+                # paths that uid could not reach.
+                binds = []
+                for src in _bind_sources():
+                    opened.append(os.open(src, os.O_PATH | os.O_DIRECTORY))
+                    binds.append((opened[-1], str(src)))
+                opened.append(os.open(ATTNLIB, os.O_PATH | os.O_DIRECTORY))
+                binds.append((opened[-1], "/sandbox/lib/attnlib"))
+                opened.append(os.open(RUNNER, os.O_RDONLY))
+                binds.append((opened[-1], "/sandbox/runner.py"))
+                cmd, env, preexec = _command((req_r, rep_w), binds), None, self._contain()
+            self.log = open(self.work.parent / f"{self.work.name}.log", "ab")  # noqa: SIM115
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log,
                                          stderr=subprocess.STDOUT, pass_fds=(req_r, rep_w, *opened),
                                          env=env, preexec_fn=preexec, start_new_session=True,
                                          cwd=self.work)
-        finally:
+        except BaseException:  # no runner: release the pipes, the log and the cgroup made for it
+            self.close()
+            raise
+        finally:  # the runner holds its own copies; ours would keep a dead runner's pipe open
             for fd in (req_r, rep_w, *opened):
                 os.close(fd)
         try:
@@ -156,10 +158,11 @@ class Sandbox:
 
     # ------------------------------------------------------------------ plumbing
     def _contain(self):
-        """How the process limit is enforced: a pids cgroup when root can make one, else
-        RLIMIT_NPROC (set by the runner), which root ignores, so a root grader first drops to
-        an unprivileged uid when that uid can reach everything the sandbox binds."""
-        self.cgroup = None
+        """The ``preexec_fn`` that makes the process limit hold. A non-root grader needs none:
+        the runner sets RLIMIT_NPROC. Root ignores that limit, so a root grader puts the
+        sandbox in a new pids cgroup (``self.cgroup``) when it can make one, and otherwise
+        drops to the unprivileged uid ``UNPRIVILEGED`` (the binds are opened before, so that
+        uid need not be able to reach them)."""
         if os.geteuid() != 0:
             return None
         base = Path("/sys/fs/cgroup/pids")
@@ -179,12 +182,14 @@ class Sandbox:
     _count = 0
 
     def close(self) -> None:
-        """Kill the runner and everything it started (its process group and pid namespace)."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
+        """Kill the runner and everything it started (its process group and pid namespace).
+        Safe to call again, and on a sandbox whose runner never started."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
         if self.cgroup is not None:  # anything that left the process group, and the cgroup
             for _ in range(100):
                 with contextlib.suppress(OSError):
@@ -198,11 +203,12 @@ class Sandbox:
                 time.sleep(0.05)
             self.cgroup = None
         for fd in (self._req, self._rep):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.log.close()
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._req = self._rep = -1  # closed: a second close must not hit a reused fd number
+        if self.log is not None:
+            self.log.close()
 
     def __enter__(self):
         return self
