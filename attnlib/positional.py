@@ -29,15 +29,18 @@ def _check_offset(offset) -> None:
                          f"got {offset!r}")
 
 
-def sinusoidal_table(max_len: int, num_hiddens: int) -> torch.Tensor:
+def sinusoidal_table(max_len: int, num_hiddens: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """``P (max_len, num_hiddens)`` with ``P[p, 2j] = sin(p / 10000^(2j/d))``,
-    ``P[p, 2j+1] = cos(p / 10000^(2j/d))``. An odd ``num_hiddens`` ends with a lone sine column."""
+    ``P[p, 2j+1] = cos(p / 10000^(2j/d))``. An odd ``num_hiddens`` ends with a lone sine column.
+    ``dtype`` (a floating type) is the precision of the whole computation, angles included."""
     _check_count("max_len", max_len)
     _check_count("num_hiddens", num_hiddens)
-    pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (max_len, 1)
-    freq = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=torch.float32) / num_hiddens)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating-point dtype, got {dtype}")
+    pos = torch.arange(max_len, dtype=dtype).unsqueeze(1)  # (max_len, 1)
+    freq = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=dtype) / num_hiddens)
     angles = pos / freq  # (max_len, ceil(d / 2))
-    P = torch.zeros(max_len, num_hiddens)
+    P = torch.zeros(max_len, num_hiddens, dtype=dtype)
     P[:, 0::2] = torch.sin(angles)
     P[:, 1::2] = torch.cos(angles[:, : num_hiddens // 2])
     return P

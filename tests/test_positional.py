@@ -1,4 +1,6 @@
 """Positional encodings: d2l parity, offsets, the offset-as-rotation property, RoPE."""
+import math
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -29,6 +31,18 @@ def test_table_formula():
     assert P.shape == (50, 8)
     assert torch.isclose(P[p, 2 * j], torch.tensor(p * w).sin())
     assert torch.isclose(P[p, 2 * j + 1], torch.tensor(p * w).cos())
+
+
+def test_table_in_float64_is_exact_where_float32_is_not():
+    P64 = A.sinusoidal_table(500, 16, dtype=torch.float64)
+    p, j = 487, 1
+    angle = p / 10000 ** (2 * j / 16)
+    assert P64.dtype == torch.float64
+    assert abs(P64[p, 2 * j].item() - math.sin(angle)) < 1e-12
+    assert abs(P64[p, 2 * j + 1].item() - math.cos(angle)) < 1e-12
+    assert abs(A.sinusoidal_table(500, 16)[p, 2 * j].item() - math.sin(angle)) > 1e-9  # float32 angles
+    with pytest.raises(TypeError, match="dtype must be a floating-point dtype, got torch.int64"):
+        A.sinusoidal_table(4, 4, dtype=torch.int64)
 
 
 @pytest.mark.parametrize("d", [1, 5, 7])
