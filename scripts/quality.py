@@ -94,9 +94,21 @@ def run(name: str, seed: int, data) -> dict:
     return result
 
 
+def _by_length_table(title: str, runs: list[dict], models: list[str]) -> list[str]:
+    """A markdown section: each model's BLEU (mean ± std over its runs) per source-length bucket."""
+    buckets = list(runs[0]["bleu_by_length"])
+    sizes = {b: runs[0]["bleu_by_length"][b]["n"] for b in buckets}
+    lines = ["", f"## {title}", "", "| model | " + " | ".join(f"{b} ({sizes[b]})" for b in buckets) + " |",
+             "|---|" + "---:|" * len(buckets)]
+    for m in models:
+        rs = [r for r in runs if r["model"] == m]
+        lines.append(f"| {LABELS.get(m, m)} | " + " | ".join(
+            mean_std(r["bleu_by_length"][b]["bleu"] for r in rs) for b in buckets) + " |")
+    return lines
+
+
 def markdown(runs: list[dict], meta: dict) -> str:
     models = list(dict.fromkeys(r["model"] for r in runs))
-    buckets = list(runs[0]["bleu_by_length"])
     lines = [
         "# Translation quality of the book's models",
         "",
@@ -133,14 +145,7 @@ def markdown(runs: list[dict], meta: dict) -> str:
             f"{statistics.mean(r['tokens_per_cpu_sec'] for r in rs):,.0f} | "
             f"{mean_std(r['bleu'] for r in rs)} | {mean_std(r['chrf'] for r in rs)} | "
             f"{mean_std(r['exact'] for r in rs)} | {mean_std(align) if align else '-'} |")
-    sizes = {b: runs[0]["bleu_by_length"][b]["n"] for b in buckets}
-    lines += ["", "## BLEU by source length (tokens, with the final `.`)", "",
-              "| model | " + " | ".join(f"{b} ({sizes[b]})" for b in buckets) + " |",
-              "|---|" + "---:|" * len(buckets)]
-    for m in models:
-        rs = [r for r in runs if r["model"] == m]
-        lines.append(f"| {LABELS.get(m, m)} | " + " | ".join(
-            mean_std(r["bleu_by_length"][b]["bleu"] for r in rs) for b in buckets) + " |")
+    lines += _by_length_table("BLEU by source length (tokens, with the final `.`)", runs, models)
     lines += ["", f"## d2l's four sentences (seed {runs[0]['seed']}; none is in the training split)",
               "", "| model | " + " | ".join(f"`{s}`" for s in runs[0]["d2l_sentences"]) + " |",
               "|---|" + "---|" * len(runs[0]["d2l_sentences"])]
@@ -239,15 +244,8 @@ def real_markdown(real: dict) -> str:
             f"{statistics.mean(r['final_val_loss'] for r in rs):.2f} | "
             f"{mean_std(r['bleu'] for r in rs)} | {mean_std(r['bleu_all_refs'] for r in rs)} | "
             f"{mean_std(r['chrf'] for r in rs)} | {mean_std(r['exact_any'] for r in rs)} |")
-    buckets = list(runs[0]["bleu_by_length"])
-    sizes = {b: runs[0]["bleu_by_length"][b]["n"] for b in buckets}
-    lines += ["", "## Real sentences: BLEU by source length (tokens, with the final punctuation)", "",
-              "| model | " + " | ".join(f"{b} ({sizes[b]})" for b in buckets) + " |",
-              "|---|" + "---:|" * len(buckets)]
-    for m in models:
-        rs = [r for r in runs if r["model"] == m]
-        lines.append(f"| {LABELS.get(m, m)} | " + " | ".join(
-            mean_std(r["bleu_by_length"][b]["bleu"] for r in rs) for b in buckets) + " |")
+    lines += _by_length_table("Real sentences: BLEU by source length (tokens, with the final "
+                              "punctuation)", runs, models)
     beam_runs = [r for r in runs if "beam" in r]
     if beam_runs:
         lines += ["", "## Real sentences: greedy search vs beam search (length penalty 0.6)", "",
