@@ -88,18 +88,20 @@ def lab_run_all(paths: list[Path], log=print, timeout: float = 900) -> dict[str,
 
 
 @contextlib.contextmanager
-def _environ(**values):
-    """Set environment variables (inherited by the kernels started inside) for a while."""
-    before = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
+def _fresh_cache():
+    """A reader's first pass through the book: ``attnlib.train_preset``'s cache starts empty
+    (``ATTNLIB_CACHE``, inherited by the kernels started inside), so chapter 5 trains the
+    Transformer and chapter 7 loads it, whatever earlier runs left in ``~/.cache/attnlib``."""
+    before = os.environ.get("ATTNLIB_CACHE")
+    with tempfile.TemporaryDirectory(prefix="attnlib-cache-") as cache:
+        os.environ["ATTNLIB_CACHE"] = cache
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop("ATTNLIB_CACHE", None)
             else:
-                os.environ[k] = v
+                os.environ["ATTNLIB_CACHE"] = before
 
 
 def run(root: Path, log=print, paths: list[Path] | None = None, lab: bool = False) -> dict:
@@ -107,10 +109,7 @@ def run(root: Path, log=print, paths: list[Path] | None = None, lab: bool = Fals
     also each one's Run All time in JupyterLab (``lab_seconds``, ``lab_error``)."""
     rows = []
     paths = paths if paths is not None else chapter_notebooks(root)
-    # A reader's first pass: no model kept from an earlier run (attnlib.train_preset's cache
-    # starts empty), so chapter 5 trains the Transformer and chapter 7 loads it.
-    with tempfile.TemporaryDirectory(prefix="attnlib-cache-") as cache, \
-            _environ(ATTNLIB_CACHE=cache):
+    with _fresh_cache():
         for path in paths:
             row = execute(path)
             log(f"  {row['notebook']}: {row['seconds']:.1f} s" + (f"  ERROR {row['error']}"
@@ -118,7 +117,8 @@ def run(root: Path, log=print, paths: list[Path] | None = None, lab: bool = Fals
             rows.append(row)
     result = {"notebooks": rows, "total_seconds": sum(r["seconds"] for r in rows)}
     if lab:
-        timed = lab_run_all(paths, log=log)
+        with _fresh_cache():
+            timed = lab_run_all(paths, log=log)
         for row in rows:
             row["lab_seconds"] = timed[row["notebook"]]["seconds"]
             row["lab_error"] = timed[row["notebook"]]["error"]

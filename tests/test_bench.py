@@ -136,6 +136,23 @@ def test_notebooks_are_timed_and_errors_reported(tmp_path):
     assert nbformat.read(good, as_version=4).cells[0].outputs == []  # never written back
 
 
+def test_the_book_is_timed_from_an_empty_model_cache_shared_by_its_chapters(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path / "readers-cache"))
+    first, second = tmp_path / "01_first.ipynb", tmp_path / "02_second.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import os, pathlib\ncache = pathlib.Path(os.environ['ATTNLIB_CACHE'])\n"
+        "assert 'readers-cache' not in str(cache) and list(cache.iterdir()) == []\n"
+        "(cache / 'model.pt').write_text('trained')")]
+    nbformat.write(nb, first)
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import os, pathlib\nassert (pathlib.Path(os.environ['ATTNLIB_CACHE']) / 'model.pt').exists()")]
+    nbformat.write(nb, second)
+    res = notebooks.run(tmp_path, log=lambda *_: None, paths=[first, second])
+    assert [r["error"] for r in res["notebooks"]] == [None, None]
+    assert os.environ["ATTNLIB_CACHE"] == str(tmp_path / "readers-cache")  # restored afterwards
+
+
 def _fake_results(attnlib_mib, d2l_mib, step_ratio, book_seconds):
     def row(n, mask, mode, cand, ms, ratio, mib=None):
         return {"table": "module", "n": n, "mask": mask, "mode": mode, "candidate": cand,
