@@ -163,10 +163,10 @@ def _fingerprint(name: str, data, device: torch.device, overrides: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- real data
-#: Real Tatoeba pairs (arguments of ``attnlib.data.FraEngData``): 10,000 training pairs, 1,000
+#: Real Tatoeba pairs (arguments of ``attnlib.data.FraEngData``): 20,000 training pairs, 1,000
 #: held-out English sentences (with all their translations) for test, 500 for validation.
 #: Sized for ``make quality`` on a 2-core CPU; the models keep their presets' sizes.
-REAL_DATA_DEFAULTS = dict(batch_size=128, num_steps=20, num_train=10000, num_test=1000,
+REAL_DATA_DEFAULTS = dict(batch_size=128, num_steps=20, num_train=20000, num_test=1000,
                           num_val=500, min_freq=2, seed=0)
 #: A short run on real pairs that a chapter trains in seconds: 3,000 training pairs drawn from the
 #: 10,000 shortest of the file (``num_steps=8``), 200 held-out English sentences.

@@ -139,6 +139,6 @@ def test_real_data_preset_holds_out_at_least_1000_sentences():
     from attnlib.presets import D2L_DATA, REAL_DATA_DEFAULTS
 
     d = FraEngData(**REAL_DATA_DEFAULTS)
-    assert len(d.references()) >= 1000 and len(d.train) >= 10000
+    assert len(d.references()) >= 1000 and len(d.train) >= 20000
     assert not {p.src for p in d.test} & {p.src for p in d.train}
     assert len(FraEngData(**D2L_DATA).train) == 600
