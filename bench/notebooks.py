@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,8 +28,14 @@ def execute(path: Path, timeout: int = 600) -> dict:
     import nbformat
     from nbclient import NotebookClient
 
+    scripts = str(Path(__file__).resolve().parents[1] / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    from execute import CleanShutdownKernelManager  # the kernel `make execute` uses: IPC, quiet
+
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            kernel_manager_class=CleanShutdownKernelManager,
                             resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     error = None
