@@ -42,7 +42,7 @@ from .metrics import (
     teacher_forced_attention,
 )
 from .multihead import KVCache, MultiHeadAttention
-from .plotting import show_heatmaps
+from .plotting import show_heatmaps, show_pair_attention
 from .pooling import KERNELS, NWKernelRegression, kernel_weights, leave_one_out, loo_cv_mse
 from .positional import (
     LearnedPositionalEmbedding,
@@ -95,6 +95,7 @@ __all__ = [
     "TransformerEncoderBlock", "best_device", "causal_mask", "kernel_weights", "leave_one_out",
     "loo_cv_mse", "make_mask",
     "masked_softmax", "offset_rotation", "record_attention", "scaled_dot_product", "show_heatmaps",
+    "show_pair_attention",
     "sinusoidal_table",
 ]
 __all__ += [  # data and metrics (chapters 4-7)

@@ -76,3 +76,25 @@ def show_heatmaps(matrices, xlabel: str = "Keys", ylabel: str = "Queries", title
     if colorbar:
         fig.colorbar(image, ax=axes, shrink=0.6)
     return fig
+
+
+def show_pair_attention(weights, pairs, title: str, xlabel: str = "English (source)",
+                        ylabel: str = "French (reference)") -> list:
+    """One heatmap per translation pair, labelled with its tokens and ``<eos>``.
+
+    ``weights[i]`` is pair ``i``'s ``(target steps, source steps)`` matrix, as
+    :func:`attnlib.teacher_forced_attention` returns them; rows are the reference's tokens
+    (teacher forcing: each row predicts that token), columns the source's. Each figure is
+    sized to its sentence. Returns the figures.
+    """
+    pairs, weights = list(pairs), list(weights)
+    if len(pairs) != len(weights):
+        raise ValueError(f"weights has {len(weights)} matrices but pairs has {len(pairs)} pairs: "
+                         "pass one (target, source) matrix per pair")
+    figs = []
+    for pair, w in zip(pairs, weights, strict=True):
+        x_labels, y_labels = [*pair.src, "<eos>"], [*pair.tgt, "<eos>"]
+        figs.append(show_heatmaps(w, xlabel=xlabel, ylabel=ylabel, titles=[title],
+                                  x_labels=x_labels, y_labels=y_labels,
+                                  figsize=(0.5 * len(x_labels) + 1, 0.45 * len(y_labels) + 0.6)))
+    return figs

@@ -573,6 +573,8 @@ case("show_heatmaps-titles-short", lambda: A.show_heatmaps(torch.rand(1, 3, 2, 2
      r"titles has 1 entries, but there are 3 columns")
 case("show_heatmaps-row-labels-short", lambda: A.show_heatmaps(torch.rand(2, 1, 2, 2), row_labels=["a"]),
      ValueError, r"row_labels has 1 entries, but there are 2 rows")
+case("show_pair_attention-lengths", lambda: A.show_pair_attention([torch.rand(2, 2)], [], "t"), ValueError,
+     r"weights has 1 matrices but pairs has 0 pairs")
 case("show_heatmaps-x-labels-long", lambda: A.show_heatmaps(torch.rand(2, 2), x_labels=list("abc")), ValueError,
      r"x_labels has 3 entries")
 case("show_heatmaps-5d", lambda: A.show_heatmaps(torch.rand(1, 1, 1, 2, 2)), ValueError, r"matrices must be 2-D")

@@ -86,6 +86,20 @@ def test_heatmap_accepts_d2l_call_and_2d():
     plt.close("all")
 
 
+def test_pair_attention_one_labelled_figure_per_pair_cropped_to_the_sentence():
+    pairs = [A.Pair(("i", "run", "."), ("je", "cours", "."), ((0,), (1,), (2,))),
+             A.Pair(("go", "."), ("va", "!"), ((0,), (1,)))]
+    weights = [torch.rand(6, 7), torch.rand(6, 7)]  # padded, as teacher_forced_attention gives them
+    figs = A.show_pair_attention(weights, pairs, "title")
+    assert len(figs) == 2
+    ax = figs[1].axes[0]
+    assert ax.images[0].get_array().shape == (3, 3)  # ("va", "!", <eos>) x ("go", ".", <eos>)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["go", ".", "<eos>"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["va", "!", "<eos>"]
+    assert ax.get_title() == "title"
+    plt.close("all")
+
+
 def test_best_device_is_a_torch_device():
     device = A.best_device()
     assert device.type == ("cuda" if torch.cuda.is_available() else device.type)
