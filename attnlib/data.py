@@ -42,6 +42,7 @@ seen in training.
 from __future__ import annotations
 
 import collections
+import operator
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -590,11 +591,15 @@ class Vocab:
             indices = indices.tolist()
         if isinstance(indices, (list, tuple)):
             return [self.to_tokens(i) for i in indices]
-        if not isinstance(indices, int) or isinstance(indices, bool):
-            raise TypeError(f"indices must be ints, got {type(indices).__name__} {indices!r}")
-        if not 0 <= indices < len(self):
-            raise ValueError(f"index {indices} out of range for a vocabulary of {len(self)} tokens")
-        return self.idx_to_token[int(indices)]
+        if isinstance(indices, bool):
+            raise TypeError(f"indices must be ints, got bool {indices!r}")
+        try:
+            index = operator.index(indices)  # Python and NumPy ints; not floats
+        except TypeError:
+            raise TypeError(f"indices must be ints, got {type(indices).__name__} {indices!r}") from None
+        if not 0 <= index < len(self):
+            raise ValueError(f"index {index} out of range for a vocabulary of {len(self)} tokens")
+        return self.idx_to_token[index]
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Vocab) and self.idx_to_token == other.idx_to_token
@@ -647,10 +652,17 @@ class TranslationData:
         if not isinstance(num_steps, int) or num_steps < 2:
             raise ValueError(f"num_steps must be an int >= 2, got {num_steps!r}")
         self.batch_size, self.num_steps, self.seed, self.truncate = batch_size, num_steps, seed, truncate
-        if pairs is not None and (isinstance(pairs, str) or not all(isinstance(p, Pair) for p in pairs)):
-            raise TypeError(f"pairs must be a list of Pair (from generate_pairs or load_fra_eng), "
-                            f"got {type(pairs).__name__}")
-        pairs = generate_pairs(num_pairs, seed) if pairs is None else list(pairs)
+        if pairs is not None:
+            kind = type(pairs).__name__
+            try:  # a generator is read once, here
+                pairs = None if isinstance(pairs, str) else list(pairs)
+            except TypeError:  # not iterable
+                pairs = None
+            if pairs is None or not all(isinstance(p, Pair) for p in pairs):
+                raise TypeError(f"pairs must be a list of Pair (from generate_pairs or load_fra_eng), "
+                                f"got {kind}")
+        else:
+            pairs = generate_pairs(num_pairs, seed)
         self.train, self.val, self.test = self._split(pairs, val_frac, test_frac, seed)
         self.src_vocab = Vocab([p.src for p in self.train], min_freq=min_freq)
         self.tgt_vocab = Vocab([p.tgt for p in self.train], min_freq=min_freq)
@@ -857,16 +869,15 @@ class FraEngData(TranslationData):
             raise ValueError(f"num_train must be a positive int or None, got {num_train!r}")
         self._sizes = (num_test, num_val, num_train)
         pairs = load_fra_eng(path, max_pairs)
-        if num_test == 0 and num_val == 0:  # d2l's setup: every pair is for training
-            self._sizes = None
         super().__init__(batch_size=batch_size, num_steps=num_steps, min_freq=min_freq, seed=seed,
                          pairs=pairs, truncate=truncate)
 
     def _split(self, pairs, val_frac, test_frac, seed):
-        if self._sizes is None:
-            return list(pairs), [], []
         num_test, num_val, num_train = self._sizes
-        train, val, test = split_by_source(pairs, num_test, num_val, seed)
+        if num_test == 0 and num_val == 0:  # d2l's setup: every pair is for training
+            train, val, test = list(pairs), [], []
+        else:
+            train, val, test = split_by_source(pairs, num_test, num_val, seed)
         return (train if num_train is None else train[:num_train]), val, test
 
     def references(self, split: str = "test") -> dict[tuple[str, ...], list[str]]:

@@ -212,7 +212,7 @@ def lm_nll(model: nn.Module, sentences: Sequence[str], vocab: Vocab, batch_size:
     """Total negative log-likelihood (nats) of every character and ``<eos>`` of ``sentences``
     given ``<bos>`` and the characters before it, and how many tokens that counts."""
     model.eval()
-    device = device or next(model.parameters()).device
+    device = device or module_device(model)
     total, count = 0.0, 0
     for i in range(0, len(sentences), batch_size):
         batch = encode_batch(sentences[i: i + batch_size], vocab).to(device)  # (b, width)
@@ -234,7 +234,7 @@ def perplexity(model: nn.Module, sentences: Sequence[str], vocab: Vocab, **kwarg
 def train_lm(model: DecoderOnlyLM, sentences: Sequence[str], vocab: Vocab, num_steps: int,
              batch_size: int = 64, lr: float = 3e-3, seed: int = 0, device=None) -> list[float]:
     """Adam on random batches of sentences, cosine-decayed learning rate; losses per step."""
-    device = device or next(model.parameters()).device
+    device = device or module_device(model)
     gen = torch.Generator().manual_seed(seed)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=lr)

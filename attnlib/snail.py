@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ._checks import check_float, check_module_input, check_tensor, module_device
+from .lm import CausalBlock  # the decoder-only block
 from .multihead import MultiHeadAttention
 from .positional import LearnedPositionalEmbedding, PositionalEncoding
 from .seq2seq import check_sizes, check_token_ids
@@ -152,8 +153,6 @@ class CausalTransformerTagger(nn.Module):
         check_sizes(vocab_size=vocab_size, num_classes=num_classes, num_hiddens=num_hiddens,
                     ffn_num_hiddens=ffn_num_hiddens, num_heads=num_heads, num_blks=num_blks,
                     max_len=max_len)
-        from .lm import CausalBlock  # the decoder-only block
-
         self.vocab_size = vocab_size
         self.embedding = nn.Embedding(vocab_size, num_hiddens)
         self.pos = {"sinusoidal": lambda: PositionalEncoding(num_hiddens, 0.0, max_len),

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_device, check_int, check_positive, check_tensor, check_values
+from ._checks import check_device, check_int, check_positive, check_tensor, check_values, module_device
 from .device import best_device
 
 
@@ -142,7 +142,7 @@ def evaluate_loss(model: nn.Module, batches, pad: int, device=None) -> float:
     The Transformer decoder keeps its causal mask in evaluation, so this is an honest
     held-out loss (each position sees only the words before it).
     """
-    device = device or next(model.parameters()).device
+    device = device or module_device(model)
     was_training = model.training
     model.eval()
     total = torch.zeros((), device=device)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -268,6 +269,20 @@ def test_vocab_specials_min_freq_and_round_trip():
     assert len(Vocab()) == 4
     with pytest.raises(ValueError, match="out of range"):
         v.to_tokens(7)
+    assert v.to_tokens(np.int64(5)) == "a" and v.to_tokens(np.array([5, 6])[1]) == "b"  # NumPy ints
+    for bad in (5.0, True, "5"):
+        with pytest.raises(TypeError, match="indices must be ints"):
+            v.to_tokens(bad)
+
+
+def test_translation_data_reads_pairs_from_any_iterable_once():
+    pairs = generate_pairs(300, 0)
+    from_list = TranslationData(batch_size=32, pairs=pairs)
+    from_generator = TranslationData(batch_size=32, pairs=(p for p in pairs))
+    assert from_generator.train == from_list.train and from_generator.test == from_list.test
+    for bad in ("abc", 3, [("go", "va")]):
+        with pytest.raises(TypeError, match="pairs must be a list of Pair"):
+            TranslationData(pairs=bad)
 
 
 def test_vocab_order_is_deterministic():

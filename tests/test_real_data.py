@@ -125,6 +125,7 @@ def test_d2l_setup_trains_on_the_first_600_pairs(pairs):
     assert d.is_seen("go .") and d.is_seen("i lost .") and not d.is_seen("he's calm .")
     src, tgt_in, _, label = d.build(d.train)
     assert src.shape == label.shape == (600, 10)
+    assert FraEngData(max_pairs=600, num_test=0, num_val=0, num_train=100).train == pairs[:100]
 
 
 def test_models_train_on_real_pairs(one_thread):
