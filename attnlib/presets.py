@@ -154,8 +154,8 @@ def _fingerprint(name: str, data, device: torch.device, overrides: dict) -> str:
     h = hashlib.sha256(repr((name, sorted(PRESETS[name].items()), sorted(overrides.items()),
                              device.type, torch.__version__, data.batch_size,
                              data.src_vocab.idx_to_token, data.tgt_vocab.idx_to_token)).encode())
-    for pairs in (data.train, data.val):
-        for t in data.build(pairs) if len(pairs) else ():
+    for split in ("train", "val"):  # the tensors the batches come from, as TranslationData built them
+        for t in data._arrays.get(split) or ():
             h.update(t.numpy().tobytes())
     for source in sorted(Path(__file__).parent.glob("*.py")):  # any change to attnlib's code
         h.update(source.read_bytes())
