@@ -355,10 +355,7 @@ def run(device, quick: bool = False, d2l=None, log=print, memory_limit_gib: floa
     module = run_table("module", module_plan, device, batch=batch, num_hiddens=num_hiddens,
                        heads=heads, d2l=d2l, budget_s=budget, skip=skip, log=log)
     lim = limit(device, n=512 if quick else 2048, budget_s=budget)
-    result = {"settings": settings, "rows": core + module, "limit": lim}
-    if device.type == "cuda":
-        result["gpu"] = run_gpu(device, quick=quick, d2l=d2l, log=log)
-    return result
+    return {"settings": settings, "rows": core + module, "limit": lim}
 
 
 #: GPU-sized work: batch x heads = 128 (head_dim 64) fills an H100's SMs at n >= 512.

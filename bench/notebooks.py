@@ -55,7 +55,6 @@ def lab_run_all(paths: list[Path], log=print, timeout: float = 900) -> dict[str,
     Returns ``{name: {"seconds": Run All's wall time or None, "error": None or a message}}``;
     a notebook that fails (or a missing Chromium) is reported, never fatal."""
     import shutil
-    import tempfile
 
     from . import lab
 
@@ -82,9 +81,13 @@ def lab_run_all(paths: list[Path], log=print, timeout: float = 900) -> dict[str,
                         lab.open_notebook(page, path.name)
                         row["seconds"] = lab.run_all(page, timeout=timeout)
                         row["error"] = next(iter(lab.cell_report(page)["errors"]), None)
-                        lab.close_notebook(page)
                     except Exception as exc:  # noqa: BLE001 - a failing chapter is reported
                         row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+                    finally:
+                        try:  # shut its kernel down, whatever happened, before the next chapter
+                            lab.close_notebook(page)
+                        except Exception:  # noqa: BLE001 - the page may be gone; the server's close ends it
+                            pass
                     seconds = f"{row['seconds']:.1f} s" if row["seconds"] is not None else "-"
                     log(f"  {path.name} in JupyterLab: {seconds}"
                         + (f"  ERROR {row['error']}" if row["error"] else ""))
