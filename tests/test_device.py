@@ -209,11 +209,10 @@ def _decode_with_cache(device):
 
 def test_no_forward_pass_reads_device_values():
     cases = _forward_passes(META)
-    with FakeAccelerator(reads="fail") as guard:
+    with FakeAccelerator(reads="fail"):
         for module, args in cases:
             module(*args)
-        A.HardAttention().to(META)(*cases[0][1])
-    assert guard.reads == 0
+        A.HardAttention().to(META)(*cases[0][1])  # a read would raise inside the guard
 
 
 def test_the_guard_sees_a_sync():

@@ -4,7 +4,6 @@ import os
 import re
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,8 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+
+from bench.lab import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s;]+)")
@@ -56,12 +57,6 @@ def test_import_attnlib_is_light():
             "print(sorted(heavy & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def api(port: int, token: str, path: str, method: str = "GET", body=None):

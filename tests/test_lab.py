@@ -39,6 +39,7 @@ from bench.lab import (
     open_notebook,
     run_all,
 )
+from bench.notebooks import chapter_notebooks
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +52,7 @@ RENDER_S = 30  # saved or live widget views must have rendered by then
 
 
 def chapters() -> list[Path]:
-    found = sorted(ROOT.glob("notebooks/[0-9][0-9]_*.ipynb"))
+    found = chapter_notebooks(ROOT)
     wanted = {int(n) for n in os.environ.get("LAB_CHAPTERS", "").replace(",", " ").split()}
     return [p for p in found if not wanted or int(p.name[:2]) in wanted]
 

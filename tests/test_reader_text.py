@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.notebooks import chapter_notebooks
+
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = chapter_notebooks(ROOT)
 
 
 CHAPTERS = [pytest.param(path, id=path.stem) for path in NOTEBOOKS]

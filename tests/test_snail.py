@@ -51,7 +51,6 @@ def test_tc_block_sees_the_whole_sequence():
 
 
 def test_recall_task_labels():
-    X = torch.tensor([[0, 3, 1, 0, 3, 3, 1, 2]])
     _, Y = make_recall_task(1, 8, 4, torch.Generator().manual_seed(0))
     assert Y.shape == (1, 8)
     gen = torch.Generator().manual_seed(0)
