@@ -181,10 +181,30 @@ CONTROLS = {"slider": ".widget-slider", "dropdown": ".widget-dropdown",
             "toggle": ".widget-toggle-buttons"}
 
 
+def _move_and_watch(page, view, control, kind: str) -> tuple[str, bool, float]:
+    """Move ``control`` once and watch ``view``'s figure: (the move, redrawn?, seconds taken)."""
+    before = view.evaluate(FIGURE_JS)
+    start = time.monotonic()
+    how = move(control, kind)
+    # Changed, then unchanged for half a second (a redraw may come in steps).
+    last, changed_at = before, None
+    while time.monotonic() - start < REDRAW_S:
+        page.wait_for_timeout(150)
+        now = view.evaluate(FIGURE_JS)
+        if now != last:
+            last, changed_at = now, time.monotonic()
+        elif changed_at and time.monotonic() - changed_at > 0.5:
+            break
+    return how, last != before, (changed_at or start) - start
+
+
 def check_controls(page) -> tuple[list[str], int, float]:
     """Move every control of every widget; each must redraw its figure without raising.
 
-    Returns (problems, controls moved, slowest redraw in seconds)."""
+    A move that shows no redraw while the kernel sits idle is made once more before it counts:
+    under a full test run a toggle's click was once lost that way (the same notebook, checked
+    just before, had redrawn), and a reader whose click did nothing clicks again. A callback
+    that never redraws fails both moves. Returns (problems, controls moved, slowest redraw in s)."""
     problems, moved, slowest = [], 0, 0.0
     panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     views = panel.locator(".jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-output"
@@ -197,28 +217,21 @@ def check_controls(page) -> tuple[list[str], int, float]:
                 control = controls.nth(k)
                 label = (control.locator(".widget-label").first.text_content() or "").strip()
                 name = f"{kind} {label!r}" if label else kind
-                before = view.evaluate(FIGURE_JS)
-                start = time.monotonic()
-                how = move(control, kind)
+                how, redrawn, seconds = _move_and_watch(page, view, control, kind)
+                if not redrawn and not view.evaluate(RAISED_JS) and \
+                        page.evaluate(KERNEL_JS) == "idle":
+                    how, redrawn, seconds = _move_and_watch(page, view, control, kind)
+                    how += ", the second move"
                 moved += 1
-                # Changed, then unchanged for half a second (a redraw may come in steps).
-                last, changed_at = before, None
-                while time.monotonic() - start < REDRAW_S:
-                    page.wait_for_timeout(150)
-                    now = view.evaluate(FIGURE_JS)
-                    if now != last:
-                        last, changed_at = now, time.monotonic()
-                    elif changed_at and time.monotonic() - changed_at > 0.5:
-                        break
                 raised = view.evaluate(RAISED_JS)
                 if raised:
                     problems.append(f"{name}: the callback raised ({how}): {raised[0]}")
-                elif last == before:
+                elif not redrawn:
                     kernel = page.evaluate(KERNEL_JS)
                     problems.append(f"{name}: no redraw within {REDRAW_S} s ({how}; kernel "
                                     f"{kernel})")
                 else:
-                    slowest = max(slowest, changed_at - start)
+                    slowest = max(slowest, seconds)
     return problems, moved, slowest
 
 
