@@ -114,8 +114,10 @@ def train_preset(name: str, data, device=None, cache: bool = True, **overrides):
     chapter 7 share the Transformer) train it once: with ``cache`` the weights and the
     :class:`~attnlib.training.History` are saved under :func:`cache_dir` and the next call with
     the same preset, settings, data, device type, torch and attnlib loads them instead of
-    training (``history.cached`` is then True). ``overrides`` go to :func:`build_model` and
-    :func:`training_args`. The global random state is left as it was, cached or not.
+    training (``history.cached`` is then True). A file saved by another version of attnlib's code
+    can never be loaded again, so saving removes such files of the same preset. ``overrides`` go
+    to :func:`build_model` and :func:`training_args`. The global random state is left as it was,
+    cached or not.
     """
     model_args = {k: v for k, v in overrides.items() if k not in _TRAINING_KEYS}
     train_args = training_args(name, **{k: v for k, v in overrides.items() if k in _TRAINING_KEYS})
@@ -123,7 +125,8 @@ def train_preset(name: str, data, device=None, cache: bool = True, **overrides):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = build_model(name, data, **model_args)
-    path = cache_dir() / f"{name}-{_fingerprint(name, data, device, overrides)}.pt"
+    source = _source_hash()
+    path = cache_dir() / f"{name}-{source}-{_fingerprint(name, data, device, overrides, source)}.pt"
     if cache and path.exists():
         try:
             saved = torch.load(path, map_location=device, weights_only=True)
@@ -138,6 +141,9 @@ def train_preset(name: str, data, device=None, cache: bool = True, **overrides):
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         torch.save({"model": model.state_dict(), "history": asdict(history)}, tmp)
         os.replace(tmp, path)  # atomic: a chapter running beside this one never reads half a file
+        for stale in path.parent.glob(f"{name}-*.pt"):  # written by another attnlib: never loaded again
+            if not stale.name.startswith(f"{name}-{source}-"):
+                stale.unlink(missing_ok=True)
     return model, history
 
 
@@ -149,16 +155,22 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "attnlib"
 
 
-def _fingerprint(name: str, data, device: torch.device, overrides: dict) -> str:
-    """A hash of everything the trained weights depend on."""
+def _source_hash() -> str:
+    """A hash of attnlib's code: any change to it may change what training yields."""
+    h = hashlib.sha256()
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(source.read_bytes())
+    return h.hexdigest()[:8]
+
+
+def _fingerprint(name: str, data, device: torch.device, overrides: dict, source: str) -> str:
+    """A hash of everything else the trained weights depend on."""
     h = hashlib.sha256(repr((name, sorted(PRESETS[name].items()), sorted(overrides.items()),
-                             device.type, torch.__version__, data.batch_size,
+                             device.type, torch.__version__, data.batch_size, source,
                              data.src_vocab.idx_to_token, data.tgt_vocab.idx_to_token)).encode())
     for split in ("train", "val"):  # the tensors the batches come from, as TranslationData built them
         for t in data._arrays.get(split) or ():
             h.update(t.numpy().tobytes())
-    for source in sorted(Path(__file__).parent.glob("*.py")):  # any change to attnlib's code
-        h.update(source.read_bytes())
     return h.hexdigest()[:16]
 
 

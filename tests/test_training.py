@@ -212,6 +212,22 @@ def test_train_preset_keys_the_cache_on_settings_and_data_and_survives_a_bad_fil
     assert train_preset("transformer", data, device="cpu", **TINY)[1].cached
 
 
+def test_train_preset_removes_the_files_of_another_attnlib_only(data, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path))
+    _, history = train_preset("transformer", data, device="cpu", **TINY)
+    (current,) = tmp_path.glob("transformer-*.pt")
+    stale = [tmp_path / "transformer-0123abcd-0123456789abcdef.pt",  # another attnlib's code
+             tmp_path / "transformer-0123456789abcdef.pt"]  # the older naming, without the code hash
+    kept = [tmp_path / "transformer_pre_ln-0123abcd-0123456789abcdef.pt",  # another preset
+            tmp_path / "notes.txt"]
+    for f in stale + kept:
+        f.write_bytes(b"x")
+    train_preset("transformer", data, device="cpu", **{**TINY, "lr": 0.001})  # a new file: prunes
+    assert not any(f.exists() for f in stale) and all(f.exists() for f in kept)
+    assert current.exists() and len(list(tmp_path.glob("transformer-*.pt"))) == 2
+    assert train_preset("transformer", data, device="cpu", **TINY)[1].cached
+
+
 def test_train_preset_without_cache_writes_nothing(data, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path / "cache"))
     _, history = train_preset("transformer", data, device="cpu", cache=False, **TINY)
