@@ -126,7 +126,7 @@ def train_preset(name: str, data, device=None, cache: bool = True, **overrides):
         torch.manual_seed(0)
         model = build_model(name, data, **model_args)
     source = _source_hash()
-    path = cache_dir() / f"{name}-{source}-{_fingerprint(name, data, device, overrides, source)}.pt"
+    path = cache_dir() / f"{name}-{source}-{_fingerprint(name, data, device, overrides)}.pt"
     if cache and path.exists():
         try:
             saved = torch.load(path, map_location=device, weights_only=True)
@@ -163,10 +163,10 @@ def _source_hash() -> str:
     return h.hexdigest()[:8]
 
 
-def _fingerprint(name: str, data, device: torch.device, overrides: dict, source: str) -> str:
-    """A hash of everything else the trained weights depend on."""
+def _fingerprint(name: str, data, device: torch.device, overrides: dict) -> str:
+    """A hash of what else the trained weights depend on (:func:`_source_hash` is the code)."""
     h = hashlib.sha256(repr((name, sorted(PRESETS[name].items()), sorted(overrides.items()),
-                             device.type, torch.__version__, data.batch_size, source,
+                             device.type, torch.__version__, data.batch_size,
                              data.src_vocab.idx_to_token, data.tgt_vocab.idx_to_token)).encode())
     for split in ("train", "val"):  # the tensors the batches come from, as TranslationData built them
         for t in data._arrays.get(split) or ():

@@ -1,6 +1,6 @@
 """The book's recorded measurements: ``results/quality.json``, written by ``make quality``.
 
-Chapters 4 and 7 quote runs too long for a reading session (several seeds on 10,000 real
+Chapters 4 and 7 quote runs too long for a reading session (several seeds on 20,000 real
 pairs; d2l's own experiment with d2l's own code) from this file, and print them with the
 helpers below, so both chapters read the numbers the same way.
 """

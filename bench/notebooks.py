@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 
 def chapter_notebooks(root: Path) -> list[Path]:
@@ -102,16 +103,9 @@ def _fresh_cache():
     """A reader's first pass through the book: ``attnlib.train_preset``'s cache starts empty
     (``ATTNLIB_CACHE``, inherited by the kernels started inside), so chapter 5 trains the
     Transformer and chapter 7 loads it, whatever earlier runs left in ``~/.cache/attnlib``."""
-    before = os.environ.get("ATTNLIB_CACHE")
-    with tempfile.TemporaryDirectory(prefix="attnlib-cache-") as cache:
-        os.environ["ATTNLIB_CACHE"] = cache
-        try:
-            yield
-        finally:
-            if before is None:
-                os.environ.pop("ATTNLIB_CACHE", None)
-            else:
-                os.environ["ATTNLIB_CACHE"] = before
+    with tempfile.TemporaryDirectory(prefix="attnlib-cache-") as cache, \
+            mock.patch.dict(os.environ, {"ATTNLIB_CACHE": cache}):
+        yield
 
 
 def run(root: Path, log=print, paths: list[Path] | None = None, lab: bool = False) -> dict:
