@@ -51,7 +51,7 @@ from .positional import (
     offset_rotation,
     sinusoidal_table,
 )
-from .presets import PRESETS, build_model, train_preset, training_args
+from .presets import PRESETS, build_model, train_preset, train_presets, training_args
 from .recording import AttentionModule, AttentionRecord, record_attention
 from .scoring import (
     AdditiveAttention,
@@ -75,7 +75,7 @@ from .seq2seq import (
     Seq2SeqDecoder,
     Seq2SeqEncoder,
 )
-from .training import History, masked_ce_loss, train_seq2seq
+from .training import History, masked_ce_loss, run_side_by_side, train_seq2seq
 from .transformer import (
     AddNorm,
     PositionWiseFFN,
@@ -108,8 +108,8 @@ __all__ += [  # models, training and decoding (chapters 4, 5, 7)
     "EncoderDecoder", "History", "LuongAttentionDecoder", "PRESETS", "Seq2Seq",
     "Seq2SeqAttentionDecoder", "Seq2SeqDecoder", "Seq2SeqEncoder", "Translation",
     "TransformerDecoder", "TransformerDecoderBlock", "TransformerEncoder", "beam_search",
-    "build_model", "greedy_decode", "masked_ce_loss", "train_preset", "train_seq2seq", "training_args",
-    "translate",
+    "build_model", "greedy_decode", "masked_ce_loss", "run_side_by_side", "train_preset", "train_presets",
+    "train_seq2seq", "training_args", "translate",
 ]
 
 from .lm import CausalBlock, DecoderOnlyLM, NGramLM, next_token_probs, sample  # noqa: E402

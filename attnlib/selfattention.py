@@ -139,6 +139,16 @@ def train_tagger(model: SelfAttentionTagger, task: str, seq_len: int, vocab_size
     return losses
 
 
+def fit_tagger(task: str, seq_len: int, vocab_size: int, position: str | None = None,
+               num_steps: int = 300, seed: int = 0, device: torch.device | str = "cpu"):
+    """A :class:`SelfAttentionTagger` for ``task`` built with seed ``seed`` and trained by
+    :func:`train_tagger`; returns ``(model, losses)``. A function of this module, so that
+    :func:`attnlib.training.run_side_by_side` can train several at once."""
+    torch.manual_seed(seed)
+    model = SelfAttentionTagger(vocab_size, num_classes(task, seq_len, vocab_size), position=position)
+    return model, train_tagger(model, task, seq_len, vocab_size, num_steps, seed=seed, device=device)
+
+
 @torch.no_grad()
 def tagger_accuracy(model: nn.Module, X: torch.Tensor, Y: torch.Tensor) -> float:
     """Fraction of positions whose arg-max prediction equals ``Y``."""

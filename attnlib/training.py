@@ -20,7 +20,11 @@ two (``OMP_WAIT_POLICY=PASSIVE``) and about 300 ms on two with the default polic
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
+import os
+import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import torch
@@ -108,7 +112,7 @@ class History:
 
     def summary(self) -> str:
         val = f", val loss {self.val_loss[-1]:.3f}" if self.val_loss else ""
-        where = " (loaded from the cache)" if self.cached else ""
+        where = " (trained earlier, loaded now)" if self.cached else ""
         return (f"loss {self.train_loss[-1]:.3f}{val}, {self.tokens_per_sec:,.0f} tokens/s "
                 f"on {self.device}, {self.total_seconds:.1f} s{where}")
 
@@ -182,6 +186,44 @@ def train_seq2seq(model: nn.Module, data, num_epochs: int, lr: float, *, grad_cl
     device = as_device(device) if device is not None else best_device()
     with torch_threads(cpu_threads, device):
         return _train(model, data, num_epochs, lr, grad_clip, device, seed, progress, plot)
+
+
+def run_side_by_side(fn, jobs, device=None, workers: int | None = None) -> list:
+    """``[fn(**job) for job in jobs]``, several at once on a CPU with several cores.
+
+    For training several of the book's small models. Each trains on one CPU thread (a step is too
+    small to split), so a CPU with several cores can train several at once, one per worker
+    process, with exactly the results of running them in turn: the same seeds, the same single
+    thread, the same order of floating-point sums. ``fn`` must be a function of a module (a worker
+    cannot import one defined in a notebook), and its arguments and results are copied between
+    processes (a model comes back as a trained copy). ``workers`` defaults to one per core; on a
+    GPU (``device``), with one core or with ``workers=1``, the jobs run here, in turn.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {type(fn).__name__}")
+    jobs = list(jobs)
+    if not all(isinstance(job, dict) for job in jobs):
+        raise TypeError("jobs must be dicts of keyword arguments for fn, got "
+                        f"{sorted({type(job).__name__ for job in jobs})}")
+    if workers is not None:
+        check_int("workers", workers)
+    device = as_device(device) if device is not None else best_device()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    workers = min(workers or cores, len(jobs)) if device.type == "cpu" else 1
+    if workers <= 1:
+        return [fn(**job) for job in jobs]
+    # On Linux a forked worker starts at once, with torch imported; it computes on one thread, as
+    # DataLoader's forked workers do, which keeps it clear of the parent's thread pool. Elsewhere
+    # fork is unsafe, and a spawned worker imports torch first (a few seconds).
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=torch.set_num_threads,
+                             initargs=(1,)) as pool:
+        return list(pool.map(_call, [(fn, job) for job in jobs]))
+
+
+def _call(fn_and_job):
+    fn, job = fn_and_job
+    return fn(**job)
 
 
 def check_training(num_epochs, lr) -> None:

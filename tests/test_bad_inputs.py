@@ -631,6 +631,13 @@ case("train_preset-device", lambda: A.train_preset("bahdanau", data(), device="g
      r"device must name a torch device")
 case("training_args-lr", lambda: A.training_args("bahdanau", lr=-1), ValueError,
      r"lr must be positive, got -1")
+case("run_side_by_side-fn", lambda: A.run_side_by_side("train", [{}]), TypeError, r"fn must be a function, got str")
+case("run_side_by_side-jobs", lambda: A.run_side_by_side(print, [("a", 1)]), TypeError,
+     r"jobs must be dicts of keyword arguments for fn, got \['tuple'\]")
+case("run_side_by_side-workers", lambda: A.run_side_by_side(print, [{}], workers=0), ValueError,
+     r"workers must be a positive int, got 0")
+case("train_presets-name", lambda: A.train_presets(["nope"], data(), workers=1), ValueError,
+     r"unknown preset 'nope'")
 case("record_attention-not-module", lambda: A.record_attention("model").__enter__(), TypeError,
      r"model must be an nn.Module")
 case("record_attention-no-attention", lambda: A.record_attention(torch.nn.Linear(2, 2)).__enter__(), ValueError,

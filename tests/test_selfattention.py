@@ -7,6 +7,7 @@ from attnlib.selfattention import (
     ORDER_TASKS,
     SelfAttentionTagger,
     blind_reversal_ceiling,
+    fit_tagger,
     make_order_task,
     num_classes,
     peak_memory,
@@ -102,6 +103,20 @@ def test_positions_decide_reversal_but_not_counting(one_thread):
     assert acc["reverse", None] < ceiling + 0.03
     assert acc["reverse", "sinusoidal"] > 0.95
     assert acc["count", None] > 0.9
+
+
+def test_fit_tagger_side_by_side_gives_the_models_of_training_in_turn(one_thread):
+    jobs = [dict(task=task, position=position, seq_len=6, vocab_size=5, num_steps=20)
+            for task, position in [("reverse", "sinusoidal"), ("count", None), ("reverse", "rope")]]
+    side_by_side = A.run_side_by_side(fit_tagger, jobs, device="cpu", workers=2)
+    for job, (model, losses) in zip(jobs, side_by_side, strict=True):
+        alone, alone_losses = fit_tagger(**job)
+        assert losses == alone_losses and len(losses) == 20
+        for a, b in zip(model.state_dict().values(), alone.state_dict().values(), strict=True):
+            assert torch.equal(a, b)
+    torch.manual_seed(0)  # fit_tagger is the recipe of chapter 6: seed 0, then train_tagger
+    by_hand = SelfAttentionTagger(5, num_classes("count", 6, 5), position=None)
+    assert train_tagger(by_hand, "count", 6, 5, num_steps=20) == side_by_side[1][1]
 
 
 def test_peak_memory_counts_live_tensors_only():
