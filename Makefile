@@ -36,6 +36,7 @@ help:
 	@echo "  make format       ruff format attnlib/ and tests/, then ruff's safe fixes"
 	@echo "Measurements (rewrite committed files in results/):"
 	@echo "  make quality      train every translation model over 3 seeds -> results/quality.md"
+	@echo "  make models       train the Transformers that ship with attnlib -> attnlib/pretrained/"
 	@echo "  make bench        time attnlib against PyTorch and d2l -> results/bench.md"
 	@echo "                    (python -m bench --quick: a short check that writes build/bench-quick/)"
 	@echo "For instructors (docs/instructors.md):"
@@ -95,6 +96,12 @@ test: install book-deps lint
 .PHONY: quality
 quality: install
 	$(BIN)/python scripts/quality.py
+
+# The weights that ship with attnlib (attnlib/pretrained/): chapters 5 and 7 load the Transformers
+# instead of training them for a minute each on the CPU. Rerun when attnlib changes what training yields.
+.PHONY: models
+models: install
+	$(BIN)/python scripts/pretrain.py
 
 # Classroom assignments (docs/instructors.md): student versions, then autograding.
 SUBMISSIONS ?= build/submitted

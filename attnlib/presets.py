@@ -27,7 +27,7 @@ from .seq2seq import (
     Seq2SeqDecoder,
     Seq2SeqEncoder,
 )
-from .training import History, as_device, check_data, check_training, train_seq2seq
+from .training import History, as_device, check_data, check_training, run_side_by_side, train_seq2seq
 from .transformer import TransformerDecoder, TransformerEncoder
 
 #: The corpus every chapter trains on (arguments of ``attnlib.data.TranslationData``).
@@ -107,17 +107,24 @@ def build_model(name: str, data, **overrides) -> EncoderDecoder:
     return EncoderDecoder(encoder, decoder)
 
 
-def train_preset(name: str, data, device=None, cache: bool = True, **overrides):
+def train_preset(name: str, data, device=None, cache: bool = True, pretrained: bool = True,
+                 **overrides):
     """Build preset ``name`` with seed 0 and train it with its settings; return ``(model, history)``.
 
-    The same call always gives the same model, so chapters that study one model (chapter 5 and
-    chapter 7 share the Transformer) train it once: with ``cache`` the weights and the
-    :class:`~attnlib.training.History` are saved under :func:`cache_dir` and the next call with
-    the same preset, settings, data, device type, torch and attnlib loads them instead of
-    training (``history.cached`` is then True). A file saved by another version of attnlib's code
-    can never be loaded again, so saving removes such files of the same preset. ``overrides`` go
-    to :func:`build_model` and :func:`training_args`. The global random state is left as it was,
-    cached or not.
+    The same call always gives the same model, so it is trained once and then loaded
+    (``history.cached`` is then True):
+
+    * ``pretrained``: on the CPU, the weights that ship with attnlib (:data:`PRETRAINED_DIR`,
+      written by ``make models`` with this very call) when they were trained for the same preset,
+      settings and data. The Transformer takes about a minute to train on two CPU cores, and
+      chapters 5 and 7 study it; on a GPU it trains in seconds, so there it always trains.
+    * ``cache``: the weights and the :class:`~attnlib.training.History` are saved under
+      :func:`cache_dir`, and the next call with the same preset, settings, data, device type,
+      torch and attnlib loads them. A file saved by another version of attnlib's code can never
+      be loaded again, so saving removes such files of the same preset.
+
+    ``overrides`` go to :func:`build_model` and :func:`training_args`. The global random state is
+    left as it was, loaded or not.
     """
     model_args = {k: v for k, v in overrides.items() if k not in _TRAINING_KEYS}
     train_args = training_args(name, **{k: v for k, v in overrides.items() if k in _TRAINING_KEYS})
@@ -125,26 +132,60 @@ def train_preset(name: str, data, device=None, cache: bool = True, **overrides):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = build_model(name, data, **model_args)
+    fingerprint = _fingerprint(name, data, device, overrides)
     source = _source_hash()
-    path = cache_dir() / f"{name}-{source}-{_fingerprint(name, data, device, overrides)}.pt"
-    if cache and path.exists():
-        try:
-            saved = torch.load(path, map_location=device, weights_only=True)
-            model.load_state_dict(saved["model"])
-            return model.to(device).eval(), History(**{**saved["history"], "cached": True})
-        except Exception:  # an unreadable or stale file: train again and overwrite it
-            pass
+    path = cache_dir() / f"{name}-{source}-{fingerprint}.pt"
+    shipped = pretrained_path(name, data, **overrides)
+    for saved_path, use in ((shipped, pretrained and device.type == "cpu"), (path, cache)):
+        if use and saved_path.exists():
+            try:
+                saved = torch.load(saved_path, map_location=device, weights_only=True)
+                model.load_state_dict(saved["model"])
+                return model.to(device).eval(), History(**{**saved["history"], "cached": True})
+            except Exception:  # an unreadable or stale file: train (again) and overwrite the cache
+                pass
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         history = train_seq2seq(model, data, device=device, progress=False, **train_args)
     if cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        torch.save({"model": model.state_dict(), "history": asdict(history)}, tmp)
-        os.replace(tmp, path)  # atomic: a chapter running beside this one never reads half a file
+        save_trained(model, history, path)
         for stale in path.parent.glob(f"{name}-*.pt"):  # written by another attnlib: never loaded again
             if not stale.name.startswith(f"{name}-{source}-"):
                 stale.unlink(missing_ok=True)
     return model, history
+
+
+def save_trained(model: EncoderDecoder, history: History, path: Path) -> None:
+    """Write ``model``'s weights and ``history`` where :func:`train_preset` loads them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    torch.save({"model": model.state_dict(), "history": asdict(history)}, tmp)
+    os.replace(tmp, path)  # atomic: a chapter running beside this one never reads half a file
+
+
+#: Trained weights that ship with attnlib, for the presets chapters load (``make models``).
+PRETRAINED_DIR = Path(__file__).parent / "pretrained"
+#: The presets with shipped weights, trained on :data:`DATA_DEFAULTS`: chapter 5 studies the
+#: Transformer, chapter 7 compares it with its pre-LN variant.
+PRETRAINED = ("transformer", "transformer_pre_ln")
+
+
+def pretrained_path(name: str, data, **overrides) -> Path:
+    """Where the shipped weights of preset ``name`` trained on the CPU on ``data`` are (or would be)."""
+    return PRETRAINED_DIR / f"{name}-{_fingerprint(name, data, torch.device('cpu'), overrides, False)}.pt"
+
+
+def train_presets(names, data, device=None, workers: int | None = None, **kwargs) -> dict:
+    """:func:`train_preset` for every preset in ``names``; return ``{name: (model, history)}``.
+
+    On a CPU with several cores the presets train at once, one per core
+    (:func:`~attnlib.training.run_side_by_side`), and each model is exactly the one that
+    training them in turn gives. ``kwargs`` (``cache``, ``pretrained``, settings) go to every
+    :func:`train_preset` call.
+    """
+    names = list(names)
+    device = as_device(device) if device is not None else best_device()
+    jobs = [dict(name=name, data=data, device=device, **kwargs) for name in names]
+    return dict(zip(names, run_side_by_side(train_preset, jobs, device, workers), strict=True))
 
 
 def cache_dir() -> Path:
@@ -163,10 +204,13 @@ def _source_hash() -> str:
     return h.hexdigest()[:8]
 
 
-def _fingerprint(name: str, data, device: torch.device, overrides: dict) -> str:
-    """A hash of what else the trained weights depend on (:func:`_source_hash` is the code)."""
+def _fingerprint(name: str, data, device: torch.device, overrides: dict, with_torch: bool = True) -> str:
+    """A hash of what else the trained weights depend on (:func:`_source_hash` is the code).
+
+    Shipped weights leave torch's version out: another torch may train other last digits, but
+    the weights stay the preset trained on the data."""
     h = hashlib.sha256(repr((name, sorted(PRESETS[name].items()), sorted(overrides.items()),
-                             device.type, torch.__version__, data.batch_size,
+                             device.type, torch.__version__ if with_torch else None, data.batch_size,
                              data.src_vocab.idx_to_token, data.tgt_vocab.idx_to_token)).encode())
     for split in ("train", "val"):  # the tensors the batches come from, as TranslationData built them
         for t in data._arrays.get(split) or ():

@@ -101,8 +101,9 @@ def lab_run_all(paths: list[Path], log=print, timeout: float = 900) -> dict[str,
 @contextlib.contextmanager
 def _fresh_cache():
     """A reader's first pass through the book: ``attnlib.train_preset``'s cache starts empty
-    (``ATTNLIB_CACHE``, inherited by the kernels started inside), so chapter 5 trains the
-    Transformer and chapter 7 loads it, whatever earlier runs left in ``~/.cache/attnlib``."""
+    (``ATTNLIB_CACHE``, inherited by the kernels started inside), whatever earlier runs left in
+    ``~/.cache/attnlib``. On a CPU chapters 5 and 7 load the Transformer that ships with attnlib,
+    as a reader's do; on a GPU chapter 5 trains it and chapter 7 loads it from this cache."""
     with tempfile.TemporaryDirectory(prefix="attnlib-cache-") as cache, \
             mock.patch.dict(os.environ, {"ATTNLIB_CACHE": cache}):
         yield

@@ -3,9 +3,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attnlib import training
 from attnlib.data import TranslationData
 from attnlib.decoding import beam_search, greedy_decode, translate
-from attnlib.presets import PRESETS, build_model, train_preset, training_args
+from attnlib.presets import (
+    DATA_DEFAULTS,
+    PRESETS,
+    PRETRAINED,
+    PRETRAINED_DIR,
+    build_model,
+    pretrained_path,
+    train_preset,
+    train_presets,
+    training_args,
+)
 from attnlib.seq2seq import EncoderDecoder, Seq2SeqAttentionDecoder, Seq2SeqEncoder
 from attnlib.training import (
     evaluate_loss,
@@ -190,7 +201,7 @@ def test_train_preset_trains_like_the_chapters_and_loads_the_same_model_again(da
     assert torch.equal(torch.rand(3), after_training)  # the caller's random state is untouched
     assert same_weights(trained, by_hand) and same_weights(loaded, trained)
     assert history.train_loss == by_hand_history.train_loss == loaded_history.train_loss
-    assert not history.cached and loaded_history.cached and "cache" in loaded_history.summary()
+    assert not history.cached and loaded_history.cached and "loaded" in loaded_history.summary()
     assert not loaded.training
     assert len(list(tmp_path.glob("transformer-*.pt"))) == 1
 
@@ -232,6 +243,47 @@ def test_train_preset_without_cache_writes_nothing(data, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path / "cache"))
     _, history = train_preset("transformer", data, device="cpu", cache=False, **TINY)
     assert not history.cached and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.slow
+def test_the_shipped_weights_are_what_training_gives(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path))
+    data = TranslationData(**DATA_DEFAULTS)
+    shipped = sorted(pretrained_path(name, data) for name in PRETRAINED)
+    assert sorted(PRETRAINED_DIR.glob("*.pt")) == shipped, "stale or missing weights: run `make models`"
+    for name in PRETRAINED:
+        loaded, loaded_history = train_preset(name, data, device="cpu", cache=False)
+        trained, history = train_preset(name, data, device="cpu", cache=False, pretrained=False)
+        assert loaded_history.cached and not history.cached
+        for (key, a), b in zip(trained.state_dict().items(), loaded.state_dict().values(), strict=True):
+            torch.testing.assert_close(a, b, msg=f"{name}.{key}: the shipped weights are not what "
+                                       "training gives now; run `make models`")
+        assert loaded_history.train_loss == pytest.approx(history.train_loss, rel=1e-5)
+    assert not any(tmp_path.iterdir())
+
+
+def test_train_presets_in_worker_processes_gives_the_models_of_training_in_turn(data, tmp_path,
+                                                                               monkeypatch):
+    monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path))
+    pools = []
+
+    class CountedPool(training.ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            pools.append(args)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(training, "ProcessPoolExecutor", CountedPool)
+    small = dict(num_epochs=1, embed_size=8, num_hiddens=16)
+    names = ["no_attention", "bahdanau"]
+    side_by_side = train_presets(names, data, device="cpu", cache=False, workers=2, **small)
+    assert pools == [(2,)] and list(side_by_side) == names
+    for name, (model, history) in side_by_side.items():
+        alone, alone_history = train_preset(name, data, device="cpu", cache=False, **small)
+        assert same_weights(model, alone), name
+        assert history.train_loss == alone_history.train_loss and history.val_loss == alone_history.val_loss
+    assert not any(tmp_path.iterdir())
+    one_worker = train_presets(names[:1], data, device="cpu", cache=False, workers=1, **small)
+    assert len(pools) == 1 and same_weights(one_worker[names[0]][0], side_by_side[names[0]][0])
 
 
 # --- decoding sentences --------------------------------------------------------------------------------
