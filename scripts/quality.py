@@ -431,8 +431,14 @@ def main() -> None:
                 write(args.out, "d2l", same[-1])
                 continue
             runs = [r for p in same for r in p["runs"]]
+            dates = {}  # parts measured on other days say which models each day measured
+            for part in same:
+                models = dict.fromkeys(r["model"] for r in part["runs"])
+                dates.setdefault(part["meta"]["date"], {}).update(models)
+            date = same[0]["meta"]["date"] if len(dates) == 1 else "; ".join(
+                f"{day} ({', '.join(models)})" for day, models in dates.items())
             write(args.out, kind, {"meta": same[0]["meta"] | {
-                "seeds": sorted({r["seed"] for r in runs})}, "runs": runs})
+                "seeds": sorted({r["seed"] for r in runs}), "date": date}, "runs": runs})
         return
     for kind in args.what:
         section = {"generated": _generated, "real": _real, "d2l": _d2l}[kind](args)
