@@ -201,10 +201,11 @@ def _move_and_watch(page, view, control, kind: str) -> tuple[str, bool, float]:
 def check_controls(page) -> tuple[list[str], int, float]:
     """Move every control of every widget; each must redraw its figure without raising.
 
-    A move that shows no redraw while the kernel sits idle is made once more before it counts:
-    under a full test run a toggle's click was once lost that way (the same notebook, checked
-    just before, had redrawn), and a reader whose click did nothing clicks again. A callback
-    that never redraws fails both moves. Returns (problems, controls moved, slowest redraw in s)."""
+    A move that shows no redraw while the kernel sits idle is made again before it counts (the
+    control moved back, then the same move watched once more): under a full test run a toggle's
+    click was lost that way twice (the same notebook, checked just before, had redrawn), and a
+    reader whose click did nothing clicks again. A callback that never redraws fails both moves.
+    Returns (problems, controls moved, slowest redraw in s)."""
     problems, moved, slowest = [], 0, 0.0
     panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     views = panel.locator(".jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-output"
@@ -220,8 +221,13 @@ def check_controls(page) -> tuple[list[str], int, float]:
                 how, redrawn, seconds = _move_and_watch(page, view, control, kind)
                 if not redrawn and not view.evaluate(RAISED_JS) and \
                         page.evaluate(KERNEL_JS) == "idle":
+                    # The lost move may have changed the control but not the kernel's value, and
+                    # moving on from there could go back to that very value (no change, no call):
+                    # move back first, then make the watched move again.
+                    move(control, kind)
+                    page.wait_for_timeout(1000)
                     how, redrawn, seconds = _move_and_watch(page, view, control, kind)
-                    how += ", the second move"
+                    how += ", made again"
                 moved += 1
                 raised = view.evaluate(RAISED_JS)
                 if raised:
