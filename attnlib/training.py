@@ -218,12 +218,8 @@ def run_side_by_side(fn, jobs, device=None, workers: int | None = None) -> list:
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=torch.set_num_threads,
                              initargs=(1,)) as pool:
-        return list(pool.map(_call, [(fn, job) for job in jobs]))
-
-
-def _call(fn_and_job):
-    fn, job = fn_and_job
-    return fn(**job)
+        futures = [pool.submit(fn, **job) for job in jobs]
+        return [future.result() for future in futures]
 
 
 def check_training(num_epochs, lr) -> None:

@@ -102,8 +102,8 @@ def lab_run_all(paths: list[Path], log=print, timeout: float = 900) -> dict[str,
 def _fresh_cache():
     """A reader's first pass through the book: ``attnlib.train_preset``'s cache starts empty
     (``ATTNLIB_CACHE``, inherited by the kernels started inside), whatever earlier runs left in
-    ``~/.cache/attnlib``. On a CPU chapters 5 and 7 load the Transformer that ships with attnlib,
-    as a reader's do; on a GPU chapter 5 trains it and chapter 7 loads it from this cache."""
+    ``~/.cache/attnlib``. On a CPU chapters 5 and 7 load the two Transformers that ship with
+    attnlib, as a reader's do; on a GPU they train and chapter 7 loads chapter 5's from this cache."""
     with tempfile.TemporaryDirectory(prefix="attnlib-cache-") as cache, \
             mock.patch.dict(os.environ, {"ATTNLIB_CACHE": cache}):
         yield
