@@ -32,11 +32,13 @@ help:
 	@echo "  make test         lint, unit tests, every notebook (strict nbval) and the website in Chromium"
 	@echo "                    options: make test PYTEST_ARGS=\"tests/test_bench.py\""
 	@echo "  make test-lab CH=N  run the JupyterLab browser test for one chapter"
+	@echo "  make test-float-paths  training tests, chapters and assignments with the plainest CPU kernels"
 	@echo "  make lint         ruff over attnlib/, tests/, the notebooks, assignments/, scripts/"
 	@echo "  make format       ruff format attnlib/ and tests/, then ruff's safe fixes"
 	@echo "Measurements (rewrite committed files in results/):"
 	@echo "  make quality      train every translation model over 3 seeds -> results/quality.md"
 	@echo "  make models       train the Transformers that ship with attnlib -> attnlib/pretrained/"
+	@echo "  make reproducibility  retrain them with other CPU kernels -> results/reproducibility.json"
 	@echo "  make bench        time attnlib against PyTorch and d2l -> results/bench.md"
 	@echo "                    (python -m bench --quick: a short check that writes build/bench-quick/)"
 	@echo "For instructors (docs/instructors.md):"
@@ -90,6 +92,22 @@ execute: install
 
 test: install book-deps lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The checks whose numbers depend on the CPU's float path, again with the plainest CPU kernels: a check
+# tied to one kind of CPU fails here, not on a reader's laptop (docs/reproducibility.md). CI runs it.
+PLAIN_CPU := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
+.PHONY: test-float-paths
+test-float-paths: install
+	$(PLAIN_CPU) $(BIN)/python -m pytest tests/test_training.py notebooks assignments/source
+
+# Retrain the shipped Transformers with three sets of CPU kernels and record how far each lands from
+# the shipped run (results/reproducibility.json; docs/reproducibility.md quotes it). About 6 minutes.
+.PHONY: reproducibility
+reproducibility: install
+	$(PLAIN_CPU) $(BIN)/python scripts/reproducibility.py default
+	ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
+	  $(BIN)/python scripts/reproducibility.py avx2
+	$(BIN)/python scripts/reproducibility.py native
 
 # Train every chapter's model (3 seeds) and write results/quality.md and .json: the generated corpus
 # about 10 min and the real sentences about 35 min of one CPU core, then d2l's 600-pair experiment.

@@ -115,9 +115,10 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
     (``history.cached`` is then True):
 
     * ``pretrained``: on the CPU, the weights that ship with attnlib (:data:`PRETRAINED_DIR`,
-      written by ``make models`` with this very call) when they were trained for the same preset,
-      settings and data. The Transformer takes about a minute to train on two CPU cores, and
-      chapters 5 and 7 study it; on a GPU it trains in seconds, so there it always trains.
+      written by ``make models`` with this very call) when they were made from the same
+      :func:`recipe`: preset, settings, data and the code of the modules involved. The Transformer
+      takes about a minute to train on two CPU cores, and chapters 5 and 7 study it; on a GPU it
+      trains in seconds, so there it always trains.
     * ``cache``: the weights and the :class:`~attnlib.training.History` are saved under
       :func:`cache_dir`, and the next call with the same preset, settings, data, device type,
       torch and attnlib loads them. A file saved by another version of attnlib's code can never
@@ -136,10 +137,13 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
     source = _source_hash()
     path = cache_dir() / f"{name}-{source}-{fingerprint}.pt"
     shipped = pretrained_path(name, data, **overrides)
-    for saved_path, use in ((shipped, pretrained and device.type == "cpu"), (path, cache)):
-        if use and saved_path.exists():
+    shipped_ok = pretrained and device.type == "cpu" and shipped.exists()
+    for saved_path, use in ((shipped, shipped_ok), (path, cache and path.exists())):
+        if use:
             try:
                 saved = torch.load(saved_path, map_location=device, weights_only=True)
+                if saved_path == shipped and saved.get("recipe") != recipe(name, data, **overrides):
+                    continue  # made from another recipe (say, attnlib's model code changed): train
                 model.load_state_dict(saved["model"])
                 return model.to(device).eval(), History(**{**saved["history"], "cached": True})
             except Exception:  # an unreadable or stale file: train (again) and overwrite the cache
@@ -154,11 +158,13 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
     return model, history
 
 
-def save_trained(model: EncoderDecoder, history: History, path: Path) -> None:
-    """Write ``model``'s weights and ``history`` where :func:`train_preset` loads them."""
+def save_trained(model: EncoderDecoder, history: History, path: Path, recipe: dict | None = None) -> None:
+    """Write ``model``'s weights and ``history`` (and the :func:`recipe` that made them, for
+    shipped weights) where :func:`train_preset` loads them."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save({"model": model.state_dict(), "history": asdict(history)}, tmp)
+    saved = {"model": model.state_dict(), "history": asdict(history)}
+    torch.save(saved if recipe is None else {**saved, "recipe": recipe}, tmp)
     os.replace(tmp, path)  # atomic: a chapter running beside this one never reads half a file
 
 
@@ -172,6 +178,60 @@ PRETRAINED = ("transformer", "transformer_pre_ln")
 def pretrained_path(name: str, data, **overrides) -> Path:
     """Where the shipped weights of preset ``name`` trained on the CPU on ``data`` are (or would be)."""
     return PRETRAINED_DIR / f"{name}-{_fingerprint(name, data, torch.device('cpu'), overrides, False)}.pt"
+
+
+#: The modules whose code decides what training a preset yields: the models' layers, the training
+#: loop, the data it reads and what they import. (The rest of attnlib, plotting or decoding, say,
+#: cannot change it.)
+TRAINING_CODE = ("_checks", "data", "device", "multihead", "positional", "presets", "recording",
+                 "scoring", "seq2seq", "training", "transformer")
+
+
+def recipe(name: str, data, **overrides) -> dict:
+    """What the trained weights of preset ``name`` on ``data`` follow from, as text that every
+    machine computes alike: the preset and its settings, a hash of the data, and a hash of the
+    code of each module in :data:`TRAINING_CODE`.
+
+    Two machines that share a recipe train models of the same quality, not the same bits: a
+    minute of training on another CPU takes other floating-point paths (docs/reproducibility.md).
+    """
+    settings = _preset(name, overrides)
+    code = {}
+    for module in TRAINING_CODE:  # line endings normalised: a Windows checkout hashes alike
+        text = (Path(__file__).parent / f"{module}.py").read_bytes().replace(b"\r\n", b"\n")
+        code[f"attnlib/{module}.py"] = hashlib.sha256(text).hexdigest()[:16]
+    return {"preset": name, "settings": dict(sorted(settings.items())),
+            "data": _fingerprint(name, data, torch.device("cpu"), overrides, False), "code": code}
+
+
+#: How far a preset retrained on another float path may land from its shipped run: every epoch's
+#: mean training loss (absolute) and the held-out corpus BLEU. Measured spread across CPU kernels and
+#: seeds 0-2: at most 0.017 and 1.6 (docs/reproducibility.md); the margins leave room for CPUs not seen.
+SHIPPED_TOLERANCE = {"loss": 0.04, "bleu": 4.0}
+
+
+def compare_with_shipped(name: str, data, model: EncoderDecoder, history: History) -> list[str]:
+    """How a freshly trained preset ``name`` differs from its shipped weights beyond
+    :data:`SHIPPED_TOLERANCE`, one message per difference (empty: a model of the same quality).
+
+    Bitwise equality cannot be asked for: training is chaotic, and another CPU (or other CPU
+    kernels, ``ATEN_CPU_CAPABILITY``) takes other floating-point paths through it."""
+    from .decoding import translate  # decoding and sacrebleu only for this check
+    from .metrics import corpus_bleu
+
+    saved = torch.load(pretrained_path(name, data), map_location="cpu", weights_only=True)
+    shipped = build_model(name, data)
+    shipped.load_state_dict(saved["model"])
+    problems = [f"epoch {epoch}: training loss {now:.3f}, shipped {then:.3f}"
+                for epoch, (now, then) in enumerate(zip(history.train_loss, saved["history"]["train_loss"],
+                                                        strict=True), 1)
+                if abs(now - then) > SHIPPED_TOLERANCE["loss"]]
+    sources, refs = [p.src for p in data.test], [p.tgt_text for p in data.test]
+    bleu_now = corpus_bleu(translate(model.cpu().eval(), data, sources), refs)
+    bleu_then = corpus_bleu(translate(shipped.eval(), data, sources), refs)
+    if abs(bleu_now - bleu_then) > SHIPPED_TOLERANCE["bleu"]:
+        problems.append(f"held-out BLEU {bleu_now:.1f}, shipped {bleu_then:.1f}")
+    return problems
 
 
 def train_presets(names, data, device=None, workers: int | None = None, **kwargs) -> dict:
