@@ -4,8 +4,9 @@ Readers open the chapters where there is no clone of this repository (Colab, Kag
 JupyterHub): only the wheel and `pip install`. So the wheel must carry everything the chapters
 read, and nothing in attnlib may look above its own folder. The slow tests build the sdist and
 the wheel from a copy of the tracked files, install the wheel with `pip install --no-deps
---target`, copy every chapter and every assignment to a folder outside the repository and run
-them there, with the locked packages of this environment and attnlib from the wheel only.
+--target`, copy every chapter and every assignment's student version to a folder outside the
+repository and run them there, with the locked packages of this environment and attnlib from the
+wheel only.
 """
 import ast
 import importlib.util
@@ -185,39 +186,35 @@ def run_outside(path: Path, outside, monkeypatch, allow_errors: bool = False):
     return nb
 
 
-def copy_out(notebook: Path, folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    return Path(shutil.copy(notebook, folder / notebook.name))
-
-
 @pytest.mark.slow
 class TestChaptersFromTheWheel:
     """Every chapter runs, start to end, from a copy outside the repository."""
 
     @pytest.mark.parametrize("chapter", CHAPTERS, ids=[p.stem[:2] for p in CHAPTERS])
     def test_chapter_runs_outside_the_repository(self, chapter, outside, monkeypatch):
-        run_outside(copy_out(chapter, outside["work"] / "chapters"), outside, monkeypatch)
+        folder = outside["work"] / "chapters"
+        folder.mkdir(parents=True, exist_ok=True)
+        run_outside(Path(shutil.copy(chapter, folder)), outside, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def released(outside):
+    """The assignments' student versions, as `make assignments` writes them, in a course folder
+    outside the repository."""
+    course = outside["work"] / "course"
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "assignments.py"), "generate",
+                           "--out", str(course)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return {name: course / "release" / name / f"{name}.ipynb" for name in ASSIGNMENTS}
 
 
 @pytest.mark.slow
 class TestAssignmentsFromTheWheel:
-    """Each assignment, as the instructor writes it and as students get it (`make assignments`),
-    runs from a copy outside the repository: the source passes its tests, and in the student
-    version only the graded test cells fail, each with the stubs' ``NotImplementedError``."""
-
-    @pytest.fixture(scope="class")
-    def released(self, outside):
-        """The student versions, as `make assignments` writes them, in a course folder outside."""
-        course = outside["work"] / "course"
-        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "assignments.py"), "generate",
-                               "--out", str(course)], capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        return {name: course / "release" / name / f"{name}.ipynb" for name in ASSIGNMENTS}
+    """Every student version (`make assignments`) runs from a folder outside the repository: every
+    cell but the graded tests runs, and those fail only with the stubs' ``NotImplementedError``."""
 
     @pytest.mark.parametrize("name", ASSIGNMENTS)
-    def test_assignment_runs_outside_the_repository(self, name, released, outside, monkeypatch):
-        source = ROOT / "assignments" / "source" / name / f"{name}.ipynb"
-        run_outside(copy_out(source, outside["work"] / "source" / name), outside, monkeypatch)
+    def test_student_version_runs_outside_the_repository(self, name, released, outside, monkeypatch):
         nb = run_outside(released[name], outside, monkeypatch, allow_errors=True)
         errors = {i: o["ename"] for i, c in enumerate(nb.cells) for o in c.get("outputs", [])
                   if o["output_type"] == "error"}
