@@ -434,6 +434,20 @@ def test_images_have_text_alternatives_and_chapter_figures_captions(page, site):
     )
 
 
+@pytest.mark.parametrize("page", PAGES)
+def test_chinese_text_is_marked_as_chinese(page, site):
+    """The glossaries' Chinese sits in elements with lang="zh-Hans", so a screen reader switches
+    to Chinese for it (WCAG 3.1.2); code and program output are left as they are."""
+    soup = _soup(site / f"{page}.html")
+    unmarked = [
+        str(text).strip()
+        for text in soup.find_all(string=re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]"))
+        if not text.find_parent(["script", "style", "pre", "code", "title"])
+        and not text.find_parent(lang=re.compile(r"^zh"))
+    ]
+    assert not unmarked, f"{page}: Chinese without lang: {unmarked[:10]}"
+
+
 def test_a_chapter_renders_from_disk(site, browser):
     page = f"notebooks/{CHAPTERS[0].stem}" if CHAPTERS else "intro"
     report, errors, remote, _ = open_page(browser, (site / f"{page}.html").as_uri())

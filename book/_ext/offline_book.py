@@ -9,7 +9,11 @@
   image: MyST-NB wraps every displayed output of the cell in a figure, so a cell that also shows a
   table or a widget snapshot's note would repeat the caption. Figures without an image are
   unwrapped before the figures are numbered.
+* Chinese text in English pages (the glossaries) is marked ``lang="zh-Hans"``, so a screen reader
+  reads it as Chinese (WCAG 3.1.2, language of parts).
 """
+
+import re
 
 from bs4 import BeautifulSoup
 from docutils import nodes
@@ -82,8 +86,46 @@ class UnwrapFiguresWithoutImage(Transform):
                 figure.parent.remove(figure)
 
 
+# Runs of CJK ideographs with the CJK and full-width punctuation around them (code and math are
+# left alone).
+CHINESE = re.compile(
+    r"[\u3000-\u303f\uff00-\uffef]*[\u3400-\u4dbf\u4e00-\u9fff]"
+    r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]*"
+)
+SKIP = (nodes.FixedTextElement, nodes.literal, nodes.math, nodes.raw, nodes.title, nodes.comment)
+
+
+class MarkChinese(Transform):
+    """Wrap each run of Chinese in running text in ``<span lang="zh-Hans">``."""
+
+    default_priority = 510
+
+    def apply(self, **kwargs) -> None:
+        for text in list(self.document.findall(nodes.Text)):
+            parent = text.parent
+            if parent is None or not CHINESE.search(text) or any(
+                isinstance(a, SKIP) for a in _ancestors(parent)
+            ):
+                continue
+            pieces, last = [], 0
+            for match in CHINESE.finditer(text):
+                pieces.append(nodes.Text(text[last:match.start()]))
+                span = f'<span lang="zh-Hans">{match.group(0)}</span>'
+                pieces.append(nodes.raw(match.group(0), span, format="html"))
+                last = match.end()
+            pieces.append(nodes.Text(text[last:]))
+            parent.replace(text, [p for p in pieces if not isinstance(p, nodes.Text) or str(p)])
+
+
+def _ancestors(node):
+    while node is not None:
+        yield node
+        node = node.parent
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _offline_assets, priority=900)
     app.connect("html-page-context", _named_toc_toggles, priority=900)
     app.add_transform(UnwrapFiguresWithoutImage)
+    app.add_transform(MarkChinese)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
