@@ -462,6 +462,7 @@ def stage() -> None:
         "attnlib",
         "_vendor",
         "_ext",
+        "_static",
         "favicon.svg",
         "docs",
     }
@@ -508,8 +509,9 @@ def stage() -> None:
         for f in (STAGE / folder).glob("*"):
             if f.name not in names:
                 shutil.rmtree(f) if f.is_dir() else f.unlink()
-    for f in (BOOK / "_ext").glob("*.py"):
-        _write(STAGE / "_ext" / f.name, f.read_bytes())
+    for folder, pattern in (("_ext", "*.py"), ("_static", "*.css")):
+        for f in (BOOK / folder).glob(pattern):
+            _write(STAGE / folder / f.name, f.read_bytes())
     mathjax = STAGE / "_vendor" / "mathjax"
     if (
         not (mathjax / ".complete").exists()

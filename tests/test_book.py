@@ -308,7 +308,9 @@ REPORT_JS = r"""
     mjxAssistive: [...document.querySelectorAll('mjx-container')]
       .filter(c => c.querySelector('mjx-assistive-mml math')).length,
     texErrors: [...main.querySelectorAll('mjx-merror')].map(e => e.getAttribute('data-mjx-error')),
-    rawTex: ['$$', '\\(', '\\[', '\\begin{'].filter(s => text.textContent.includes(s)),
+    // Delimiters, and TeX commands outside any formula (a `$...$` that Markdown broke apart).
+    rawTex: ['$$', '\\(', '\\[', '\\begin{'].filter(s => text.textContent.includes(s))
+      .concat((text.textContent.match(/\\[a-zA-Z]{2,}/g) || []).slice(0, 3)),
     images: document.images.length,
     brokenImages: [...document.images].filter(i => !(i.complete && i.naturalWidth > 0))
       .map(i => i.src),
@@ -316,6 +318,7 @@ REPORT_JS = r"""
                  + (main.textContent.includes('interactive(children=') ? 1 : 0),
     snapshots: document.querySelectorAll('.widget-snapshot').length,
     height: Math.ceil(document.documentElement.scrollHeight),
+    mode: document.documentElement.dataset.mode || '',
   });
 })()
 """
@@ -324,6 +327,7 @@ REPORT_JS = r"""
 # Screenshots show a tall first screen (and the first widget snapshot): a full-page capture of a
 # long chapter costs seconds of re-layout each.
 VIEWPORT = {"width": 1280, "height": 2400}
+REFLOW_WIDTH = 320  # CSS pixels: WCAG 2.1's reflow width, where nothing may scroll sideways
 SCROLL_TO_WIDGET_JS = """(() => { const e = document.querySelector('.widget-snapshot');
   if (!e) return false; window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 600);
   return true; })()"""
@@ -337,14 +341,16 @@ AXE_JS = """async (tags) => (await axe.run(document, {
 
 
 def open_page(
-    browser, url: str, axe: Path | None = None
+    browser, url: str, axe: Path | None = None, mode: str = "light"
 ) -> tuple[dict, list[str], list[str], dict[str, bytes]]:
     """Load ``url``; return (report, console errors, requests to other hosts, PNG screenshots).
-    With ``axe`` (the path of axe.min.js) the report's "axe" lists axe-core's violations."""
+    With ``axe`` (the path of axe.min.js) the report's "axe" lists axe-core's violations.
+    ``mode`` is the theme's colour mode ("light" or "dark", the reader's choice on the site)."""
     base = url.split("/")[0] + "//" + url.split("/")[2] if url.startswith("http") else "file://"
     context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
     try:
         page = context.new_page()
+        page.add_init_script(f"localStorage.setItem('mode', '{mode}')")  # the theme reads it
         errors, remote = [], []
         page.on("console", lambda m: errors.append(f"{m.text} {m.location.get('url', '')}".strip())
                 if m.type in ("error", "assert") else None)
@@ -364,6 +370,11 @@ def open_page(
         shots = {"": page.screenshot()}
         if page.evaluate(SCROLL_TO_WIDGET_JS):
             shots["__widget"] = page.screenshot()
+        # Reflow (WCAG 1.4.10): how wide the page is on a 320 px screen (or at 400 % zoom).
+        page.set_viewport_size({"width": REFLOW_WIDTH, "height": 800})
+        report["reflowWidth"] = page.evaluate(
+            "new Promise(r => requestAnimationFrame(() => r(document.documentElement.scrollWidth)))"
+        )
         return report, page_errors, remote, shots
     finally:
         context.close()
@@ -393,6 +404,10 @@ def test_page_renders_offline_in_chromium(page, server, browser, axe):
     assert report["widgetViews"] == 0, f"live widget views (empty boxes) left on {page}"
     assert not report["axe"], f"axe-core found WCAG A/AA violations on {page}:\n" + _axe_summary(
         report["axe"]
+    )
+    assert report["reflowWidth"] <= REFLOW_WIDTH, (
+        f"{page} is {report['reflowWidth']} px wide on a {REFLOW_WIDTH} px screen: it scrolls "
+        "sideways (WCAG 1.4.10)"
     )
     assert report["mjxAssistive"] == report["mjxAll"], (
         f"{page}: only {report['mjxAssistive']} of {report['mjxAll']} formulas carry assistive "
@@ -448,6 +463,17 @@ def test_chinese_text_is_marked_as_chinese(page, site):
     assert not unmarked, f"{page}: Chinese without lang: {unmarked[:10]}"
 
 
+def test_dark_mode_has_no_axe_violations(server, browser, axe):
+    """The theme's dark mode (one click away on every page) has its own colours: contrast is
+    checked on the last chapter and the glossary."""
+    for page in [p for p in PAGES if p.startswith("notebooks/")][-1:] + ["glossary"]:
+        report, *_ = open_page(browser, f"{server}/{page}.html", axe, mode="dark")
+        assert report["mode"] == "dark", report["mode"]
+        assert not report["axe"], f"axe-core found violations on {page} in dark mode:\n" + (
+            _axe_summary(report["axe"])
+        )
+
+
 def test_a_chapter_renders_from_disk(site, browser):
     page = f"notebooks/{CHAPTERS[0].stem}" if CHAPTERS else "intro"
     report, errors, remote, _ = open_page(browser, (site / f"{page}.html").as_uri())
@@ -459,13 +485,17 @@ def test_the_browser_check_catches_a_broken_page(tmp_path, browser, axe):
     page = tmp_path / "broken.html"
     page.write_text(
         '<html><body><main><p><span class="math">\\(x^2\\)</span> and $$y$$</p>'
+        '<p>the score $\\mathbf{v}^\\top</p><ul><li>+ W$</li></ul>'
+        '<p><code>FraEngData(**attnlib.presets.REAL_DATA_DEFAULTS_AND_MORE)</code></p>'
         '<img src="missing.png"><script>console.error("boom")</script>'
         '<script src="http://cdn.invalid/mathjax.js"></script></main></body></html>'
     )
     report, errors, remote, _ = open_page(browser, page.as_uri(), axe)
     assert any("boom" in e for e in errors)
     assert remote == ["http://cdn.invalid/mathjax.js"]
-    assert report["untypeset"] == ["\\(x^2\\)"] and report["rawTex"] == ["$$", "\\("]
+    assert report["untypeset"] == ["\\(x^2\\)"]
+    assert report["rawTex"] == ["$$", "\\(", "\\mathbf", "\\top"]
+    assert report["reflowWidth"] > REFLOW_WIDTH  # unbreakable code widens the page
     assert len(report["brokenImages"]) == 1 and report["mjx"] == 0
     # axe sees the image without a text alternative and the page without a language.
     assert {"image-alt", "html-has-lang"} <= {v["id"] for v in report["axe"]}, report["axe"]
