@@ -4,7 +4,8 @@ A chapter cell that draws a figure (an image/png or image/svg+xml output, or a w
 Output area holds one) carries both texts in its metadata, where MyST-NB reads them for the
 website: ``{"mystnb": {"figure": {"caption": ...}, "image": {"alt": ...}}}`` (docs/book.md). The
 texts must describe the figure: not a file name or a hash, not a few words, and the alt text must
-say more than the caption. One figure per cell, since a cell has one caption.
+say more than the caption. One figure per cell, since a cell has one caption. Colour maps named in
+the chapters' code are ones that read in greyscale and for colour-blind readers.
 
 Reads the committed notebooks only (no build, no kernel):
 ``python -m pytest -n 0 tests/test_accessibility.py`` or ``-m accessibility``.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -82,4 +84,37 @@ def test_every_figure_has_a_caption_and_alt_text(path):
         f"{path.name}: {len(problems)} figure cells need a caption and alt text in their metadata "
         '({"mystnb": {"figure": {"caption": ...}, "image": {"alt": ...}}}, see docs/book.md):\n'
         + "\n".join(lines)
+    )
+
+
+# Colour maps whose lightness runs one way (sequential: magnitudes) or out from a light centre
+# (diverging: signed values centred on 0), so they read in greyscale and for colour-blind readers.
+# Not: jet, rainbow, hsv, Reds-style single hues for weights (d2l's default), spectral, ...
+READABLE_CMAPS = {
+    "viridis", "plasma", "inferno", "magma", "cividis", "gray", "gray_r", "Greys", "binary",
+    "viridis_r", "plasma_r", "inferno_r", "magma_r", "cividis_r", "Greys_r",
+    "RdBu", "RdBu_r", "PuOr", "PuOr_r", "BrBG", "BrBG_r", "coolwarm", "coolwarm_r",
+}
+CMAP_NAME = re.compile(r"""(?:cmap\s*=\s*|get_cmap\(\s*|colormaps\[\s*)["']([\w.]+)["']""")
+
+
+def test_readable_colour_maps_pass_and_others_are_caught():
+    assert CMAP_NAME.findall('imshow(w, cmap="RdBu_r"); plt.get_cmap(\'jet\')') == ["RdBu_r", "jet"]
+    assert {"jet", "Reds"}.isdisjoint(READABLE_CMAPS)
+
+
+@pytest.mark.parametrize("path", build_book.chapters(), ids=lambda p: p.stem)
+def test_chapters_draw_with_readable_colour_maps(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    found = {
+        (index, name)
+        for index, cell in enumerate(nb["cells"])
+        if cell["cell_type"] == "code"
+        for name in CMAP_NAME.findall(build_book._source(cell))
+        if name not in READABLE_CMAPS
+    }
+    assert not found, (
+        f"{path.name}: colour maps that do not read in greyscale or for colour-blind readers "
+        f"(cell, map): {sorted(found)}; use viridis for magnitudes, RdBu_r centred on 0 for signed "
+        "values"
     )
