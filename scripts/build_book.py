@@ -462,7 +462,7 @@ def stage() -> None:
         "attnlib",
         "_vendor",
         "_ext",
-        "_static",
+        "_css",
         "favicon.svg",
         "docs",
     }
@@ -509,7 +509,7 @@ def stage() -> None:
         for f in (STAGE / folder).glob("*"):
             if f.name not in names:
                 shutil.rmtree(f) if f.is_dir() else f.unlink()
-    for folder, pattern in (("_ext", "*.py"), ("_static", "*.css")):
+    for folder, pattern in (("_ext", "*.py"), ("_css", "*.css")):
         for f in (BOOK / folder).glob(pattern):
             _write(STAGE / folder / f.name, f.read_bytes())
     mathjax = STAGE / "_vendor" / "mathjax"
