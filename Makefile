@@ -166,8 +166,9 @@ bench: install  ## time attnlib against PyTorch and d2l; writes results/bench.{j
 	$(BIN)/python -m bench
 
 # The book as an offline static website in build/book/ (scripts/build_book.py; checked in headless
-# Chromium by tests/test_book.py). book-deps fetches the pinned MathJax the site serves (once, from
-# the npm registry, hash-checked, kept in .venv) and looks for the system packages the browser test
+# Chromium by tests/test_book.py). book-deps fetches the pinned MathJax the site serves and the
+# pinned axe-core the browser test runs in every page (once, from the npm registry, hash-checked,
+# kept in .venv) and looks for the system packages the browser test
 # needs. It installs missing ones only when it runs as root (CI on a fresh Debian machine), saying
 # what and why first; otherwise it names them and `make system-deps`. It never calls sudo:
 # `make system-deps` does, when you ask for it.
@@ -192,7 +193,7 @@ book-deps: $(STAMP)
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs; \
 	else echo "note: missing $$pkgs ($$why). The book builds without them; to install them run" \
 	  "'make system-deps' (Debian/Ubuntu), or install Chrome/Chromium and set CHROME=/path/to/it."; fi
-	@$(BIN)/python scripts/build_book.py --mathjax-only >/dev/null
+	@$(BIN)/python scripts/build_book.py --deps-only >/dev/null
 
 system-deps:  ## install the system packages the browser test needs (Debian/Ubuntu; sudo unless root)
 	@$(MISSING_PKGS); \
