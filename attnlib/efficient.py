@@ -24,10 +24,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from ._checks import check_float, check_int, check_tensor, module_device
-from .lm import CausalBlock, DecoderOnlyLM
+from .lm import CausalBlock, DecoderOnlyLM, perplexity, train_lm
 from .multihead import KVCache, MultiHeadAttention
+from .positional import LearnedPositionalEmbedding, PositionalEncoding, RotaryEmbedding
 from .scoring import _check_sdp, causal_mask
 from .seq2seq import check_token_ids
+from .snail import IGNORE, make_recall_task
 
 # --- online softmax: exact attention, one block of keys at a time ------------------------------
 
@@ -350,13 +352,110 @@ def alibi_bias(num_heads: int, num_queries: int, num_keys: int, device=None) -> 
 
 
 class ALiBiAttention(MultiHeadAttention):
-    """Causal multi-head self-attention with ALiBi biases and no position embedding:
-    ``forward(X (batch, steps, num_hiddens)) -> (batch, steps, num_hiddens)``."""
+    """Causal multi-head self-attention with ALiBi biases, for a model with no position
+    embedding: ``forward(X, X, X, causal=True)`` with ``X (batch, steps, num_hiddens)``, as
+    :class:`attnlib.lm.CausalBlock` calls its attention; returns the same shape."""
 
-    def forward(self, X: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        check_tensor("X", X, 3, f"(batch, steps, {self.num_hiddens})")
-        check_float("X", X)
+    def forward(self, queries, keys, values, valid_lens=None, causal: bool = True,
+                cache: KVCache | None = None) -> torch.Tensor:
+        if keys is not queries or values is not queries or valid_lens is not None or cache is not None:
+            raise ValueError("ALiBiAttention is causal self-attention only: call it as att(X, X, X) "
+                             "without valid_lens or cache")
+        check_tensor("X", queries, 3, f"(batch, steps, {self.num_hiddens})")
+        check_float("X", queries)
+        X = queries
         q, k, v = (self.transpose_qkv(W(X)) for W in (self.W_q, self.W_k, self.W_v))  # (b, h, n, d)
         bias = alibi_bias(self.num_heads, X.shape[1], X.shape[1], X.device)  # (heads, n, n)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))  # (b, h, n, d)
         return self.W_o(self.transpose_output(out))  # (batch, steps, num_hiddens)
+
+
+POSITIONS = ("sinusoidal", "learned", "rotary", "alibi")
+
+
+class PositionTagger(nn.Module):
+    """Chapter 8's causal Transformer tagger with one of :data:`POSITIONS`: added sinusoidal
+    or learned embeddings, rotary queries and keys (chapter 6), or ALiBi biases.
+    ``forward(X (batch, steps)) -> logits (batch, steps, num_classes)``."""
+
+    def __init__(self, vocab_size: int, num_classes: int, position: str, num_hiddens: int = 32,
+                 num_heads: int = 4, num_blks: int = 2, max_len: int = 256) -> None:
+        super().__init__()
+        if position not in POSITIONS:
+            raise ValueError(f"position must be one of {POSITIONS}, got {position!r}")
+        self.vocab_size, self.position = vocab_size, position
+        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.pos = {"sinusoidal": lambda: PositionalEncoding(num_hiddens, 0.0, max_len),
+                    "learned": lambda: LearnedPositionalEmbedding(num_hiddens, 0.0, max_len),
+                    }.get(position, nn.Identity)()
+        self.blks = nn.ModuleList(CausalBlock(num_hiddens, 2 * num_hiddens, num_heads, pre_norm=True)
+                                  for _ in range(num_blks))
+        for blk in self.blks:
+            if position == "rotary":
+                rope = RotaryEmbedding(num_hiddens // num_heads, max_len=max_len)
+                blk.attention = MultiHeadAttention(num_hiddens, num_heads, rope=rope)
+            elif position == "alibi":
+                blk.attention = ALiBiAttention(num_hiddens, num_heads)
+        self.head = nn.Sequential(nn.LayerNorm(num_hiddens), nn.Linear(num_hiddens, num_classes))
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        check_token_ids("X", X, self.vocab_size, module_device(self))
+        H = self.pos(self.embedding(X))  # (batch, steps, num_hiddens)
+        for blk in self.blks:
+            H = blk(H)  # (batch, steps, num_hiddens)
+        return self.head(H)  # (batch, steps, num_classes)
+
+
+# --- the chapter's experiments, one function each (run_side_by_side runs them in workers) ---------
+
+def train_lm_variant(train: list[str], val: list[str], vocab, num_steps: int, seed: int = 0,
+                     **config) -> tuple[EfficientLM, float]:
+    """An :class:`EfficientLM` (``config``: its keyword arguments) trained by
+    :func:`attnlib.lm.train_lm`; returns it and its held-out perplexity."""
+    torch.manual_seed(seed)
+    model = EfficientLM(len(vocab), **config)
+    train_lm(model, train, vocab, num_steps, batch_size=32, lr=5e-3, seed=seed)
+    return model, perplexity(model, val, vocab)
+
+
+def train_memory(kind: str, num_pairs: int, num_steps: int = 200, num_keys: int = 64,
+                 num_values: int = 16, num_hiddens: int = 16, seed: int = 0) -> float:
+    """Train a :class:`KeyValueMemory` on fresh :func:`make_pair_recall_task` batches (8
+    queries each); return its accuracy on 1,000 held-out examples."""
+    torch.manual_seed(seed)
+    model = KeyValueMemory(num_keys, num_values, num_hiddens, kind)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(num_steps):
+        pairs, queries, answers = make_pair_recall_task(64, num_pairs, 8, num_keys, num_values, gen)
+        loss = F.cross_entropy(model(pairs, queries).flatten(0, 1), answers.flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    test = make_pair_recall_task(1000, num_pairs, 8, num_keys, num_values,
+                                 torch.Generator().manual_seed(seed + 1000))
+    with torch.no_grad():
+        return (model(*test[:2]).argmax(-1) == test[2]).float().mean().item()
+
+
+def train_position_tagger(position: str, train_len: int, test_lens: tuple[int, ...],
+                          num_steps: int = 150, vocab_size: int = 8, seed: int = 0) -> list[float]:
+    """Train a :class:`PositionTagger` on chapter 8's recall task with sequences of
+    ``train_len``; return its accuracy on sequences of each length in ``test_lens``."""
+    torch.manual_seed(seed)
+    model = PositionTagger(vocab_size, vocab_size, position, max_len=max(test_lens))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(num_steps):
+        X, Y = make_recall_task(64, train_len, vocab_size, gen)
+        loss = F.cross_entropy(model(X).flatten(0, 1), Y.flatten(), ignore_index=IGNORE)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    accs = []
+    with torch.no_grad():
+        for n in test_lens:
+            X, Y = make_recall_task(500, n, vocab_size, torch.Generator().manual_seed(seed + n))
+            ok = Y != IGNORE
+            accs.append((model(X).argmax(-1)[ok] == Y[ok]).float().mean().item())
+    return accs

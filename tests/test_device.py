@@ -222,8 +222,10 @@ def _chapter_9_cases(device) -> list:
             (A.linear_attention_recurrent, (k, k, v)),
             (A.MultiHeadAttention(8, 2, num_kv_heads=1).to(device), (X, X, X, pad, True)),
             (lm, (ids,)), (decode, ()),
-            (A.ALiBiAttention(8, 2).to(device), (X,)),
+            (A.ALiBiAttention(8, 2).to(device), (X, X, X)),
             (A.KeyValueMemory(5, 4, 8, "linear").to(device), (pairs, queries)),
+            (A.efficient.PositionTagger(5, 4, "alibi", 8).to(device), (ids.clamp(max=4),)),
+            (A.efficient.PositionTagger(5, 4, "rotary", 8).to(device), (ids.clamp(max=4),)),
             (A.sliding_window_mask, (3, 5, 2, device)),
             (A.attention_pattern, ("dilated", 6, 2, 2, 1, device))]
 

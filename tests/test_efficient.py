@@ -275,6 +275,42 @@ def test_alibi_bias_and_attention():
     q, k, v = (att.transpose_qkv(W(X)) for W in (att.W_q, att.W_k, att.W_v))
     scores = q @ k.transpose(-2, -1) / 2 + E.alibi_bias(2, 6, 6)  # head_dim 4
     expected = att.W_o(att.transpose_output(scores.softmax(-1) @ v))
-    torch.testing.assert_close(att(X), expected)
+    torch.testing.assert_close(att(X, X, X), expected)
+    Y = X[0]
     with pytest.raises(ValueError, match="X must have shape"):
-        att(X[0])
+        att(Y, Y, Y)
+
+
+@pytest.mark.parametrize("position", E.POSITIONS)
+def test_position_tagger_is_causal_at_any_length(position):
+    torch.manual_seed(0)
+    model = E.PositionTagger(8, 8, position, num_hiddens=16, max_len=40).eval()
+    X = torch.randint(8, (2, 40))
+    changed = X.clone()
+    changed[:, 30:] = (X[:, 30:] + 1) % 8
+    out = model(X)
+    assert out.shape == (2, 40, 8)
+    torch.testing.assert_close(out[:, :30], model(changed)[:, :30])
+    assert not torch.allclose(out[:, 30:], model(changed)[:, 30:])
+
+
+def test_position_tagger_and_alibi_bad_calls():
+    with pytest.raises(ValueError, match="position must be one of"):
+        E.PositionTagger(8, 8, "relative")
+    att, X = E.ALiBiAttention(8, 2), torch.randn(1, 3, 8)
+    with pytest.raises(ValueError, match="causal self-attention only"):
+        att(X, X.clone(), X)
+    with pytest.raises(ValueError, match="causal self-attention only"):
+        att(X, X, X, cache=A.KVCache())
+
+
+def test_experiment_helpers_train_and_score():
+    """The chapter's three experiments, at a few steps: they run and report sensible numbers."""
+    acc = E.train_memory("linear", 4, num_steps=3)
+    assert 0 <= acc <= 1
+    accs = E.train_position_tagger("alibi", 8, (8, 16), num_steps=2)
+    assert len(accs) == 2 and all(0 <= a <= 1 for a in accs)
+    vocab = A.lm.char_vocab(["go .", "hi ."])
+    model, ppl = E.train_lm_variant(["go .", "hi ."], ["go ."], vocab, 3, num_hiddens=8,
+                                    ffn_num_hiddens=8, num_heads=2, num_blks=1, max_len=8, window=2)
+    assert isinstance(model, E.EfficientLM) and 1 < ppl < len(vocab) * 2
