@@ -26,10 +26,10 @@ from torch import nn
 from ._checks import check_float, check_int, check_tensor, module_device
 from .lm import CausalBlock, DecoderOnlyLM, perplexity, train_lm
 from .multihead import KVCache, MultiHeadAttention
-from .positional import LearnedPositionalEmbedding, PositionalEncoding, RotaryEmbedding
+from .positional import RotaryEmbedding
 from .scoring import _check_sdp, causal_mask
 from .seq2seq import check_token_ids
-from .snail import IGNORE, make_recall_task
+from .snail import IGNORE, CausalTransformerTagger, make_recall_task
 
 # --- online softmax: exact attention, one block of keys at a time ------------------------------
 
@@ -373,37 +373,25 @@ class ALiBiAttention(MultiHeadAttention):
 POSITIONS = ("sinusoidal", "learned", "rotary", "alibi")
 
 
-class PositionTagger(nn.Module):
+class PositionTagger(CausalTransformerTagger):
     """Chapter 8's causal Transformer tagger with one of :data:`POSITIONS`: added sinusoidal
     or learned embeddings, rotary queries and keys (chapter 6), or ALiBi biases.
     ``forward(X (batch, steps)) -> logits (batch, steps, num_classes)``."""
 
     def __init__(self, vocab_size: int, num_classes: int, position: str, num_hiddens: int = 32,
                  num_heads: int = 4, num_blks: int = 2, max_len: int = 256) -> None:
-        super().__init__()
         if position not in POSITIONS:
             raise ValueError(f"position must be one of {POSITIONS}, got {position!r}")
-        self.vocab_size, self.position = vocab_size, position
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
-        self.pos = {"sinusoidal": lambda: PositionalEncoding(num_hiddens, 0.0, max_len),
-                    "learned": lambda: LearnedPositionalEmbedding(num_hiddens, 0.0, max_len),
-                    }.get(position, nn.Identity)()
-        self.blks = nn.ModuleList(CausalBlock(num_hiddens, 2 * num_hiddens, num_heads, pre_norm=True)
-                                  for _ in range(num_blks))
-        for blk in self.blks:
+        added = position if position in ("sinusoidal", "learned") else None  # added to the input
+        super().__init__(vocab_size, num_classes, num_hiddens, 2 * num_hiddens, num_heads, num_blks,
+                         added, max_len)
+        self.position = position
+        for blk in self.blks:  # same block; rotary and ALiBi act inside its attention
             if position == "rotary":
                 rope = RotaryEmbedding(num_hiddens // num_heads, max_len=max_len)
                 blk.attention = MultiHeadAttention(num_hiddens, num_heads, rope=rope)
             elif position == "alibi":
                 blk.attention = ALiBiAttention(num_hiddens, num_heads)
-        self.head = nn.Sequential(nn.LayerNorm(num_hiddens), nn.Linear(num_hiddens, num_classes))
-
-    def forward(self, X: torch.Tensor) -> torch.Tensor:
-        check_token_ids("X", X, self.vocab_size, module_device(self))
-        H = self.pos(self.embedding(X))  # (batch, steps, num_hiddens)
-        for blk in self.blks:
-            H = blk(H)  # (batch, steps, num_hiddens)
-        return self.head(H)  # (batch, steps, num_classes)
 
 
 # --- the chapter's experiments, one function each (run_side_by_side runs them in workers) ---------
