@@ -344,6 +344,7 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
 def alibi_bias(num_heads: int, num_queries: int, num_keys: int, device=None) -> torch.Tensor:
     """Additive causal score bias ``(heads, queries, keys)``: ``-slope_h * (i - j)`` for key
     ``j`` at or before query ``i`` (bottom-right aligned), ``-inf`` for later keys."""
+    causal_mask(num_queries, num_keys)  # checks the counts: queries are the last keys
     slopes = alibi_slopes(num_heads).to(device)  # (heads,)
     pos_q = torch.arange(num_keys - num_queries, num_keys, device=device)  # (queries,)
     dist = (pos_q[:, None] - torch.arange(num_keys, device=device)).float()  # (queries, keys)
