@@ -42,7 +42,7 @@ def blockwise_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch
     Shapes as :func:`attnlib.scoring.scaled_dot_product`: queries ``(..., q, d)``, keys
     ``(..., k, d)``, values ``(..., k, d_v)``, ``mask`` bool broadcastable to ``(..., q, k)``
     (True = attend); ``causal`` aligns the last query with the last key. Each query keeps a
-    running maximum ``m`` of its scores, a running sum ``l`` of ``exp(score - m)`` and a running
+    running maximum ``m`` of its scores, a running sum ``ell`` of ``exp(score - m)`` and a running
     weighted sum of values; when a block raises the maximum, what was summed before is rescaled
     by ``exp(m_old - m_new)``. The result equals the full softmax, yet the largest temporary is
     ``(..., q, block_size)``. A query with no visible key returns zeros.
@@ -58,7 +58,7 @@ def blockwise_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
     q = queries * scale  # (..., q, d)
     m = torch.full_like(q[..., :1], float("-inf"))  # (..., q, 1): running max of the scores
-    l = torch.zeros_like(m)  # (..., q, 1): running sum of exp(score - m)  # noqa: E741
+    ell = torch.zeros_like(m)  # (..., q, 1): running sum of exp(score - m)
     acc = q.new_zeros(*q.shape[:-1], values.shape[-1])  # (..., q, d_v): running sum of weights * v
     for start in range(0, nk, block_size):
         s = q @ keys[..., start:start + block_size, :].transpose(-2, -1)  # (..., q, block)
@@ -68,10 +68,10 @@ def blockwise_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch
         shift = m_new.masked_fill(m_new == float("-inf"), 0.0)  # nothing seen yet: exp(-inf) = 0
         p = torch.exp(s - shift)  # (..., q, block): unnormalised weights of this block
         rescale = torch.exp(m - shift)  # (..., q, 1): old sums were relative to the old max
-        l = l * rescale + p.sum(-1, keepdim=True)  # noqa: E741
+        ell = ell * rescale + p.sum(-1, keepdim=True)
         acc = acc * rescale + p @ values[..., start:start + block_size, :]  # (..., q, d_v)
         m = m_new
-    return acc / torch.where(l > 0, l, 1.0)  # (..., q, d_v); rows that saw nothing stay 0
+    return acc / torch.where(ell > 0, ell, 1.0)  # (..., q, d_v); rows that saw nothing stay 0
 
 
 # --- sliding windows and other sparse patterns -------------------------------------------------
@@ -94,8 +94,8 @@ def attention_pattern(kind: str, n: int, window: int = 4, dilation: int = 2,
 
     ``"full"``: every key; ``"causal"``: keys up to the query; ``"sliding"``: the ``window``
     latest of those; ``"dilated"``: ``window`` keys ``dilation`` apart, ``t, t - dilation, ..``;
-    ``"global+local"``: the sliding window plus the first ``num_global`` tokens, which see
-    and are seen by every earlier position (Longformer's global tokens, made causal).
+    ``"global+local"``: the sliding window plus the first ``num_global`` tokens, which every
+    later query sees (Longformer's global tokens, made causal).
     """
     if kind not in PATTERNS:
         raise ValueError(f"kind must be one of {PATTERNS}, got {kind!r}")
