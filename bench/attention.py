@@ -347,8 +347,9 @@ def _long_candidates(q, k, v) -> dict[str, Callable]:
 
 
 def fits_in_memory(name: str, n: int, batch: int, heads: int, limit_gib: float) -> bool:
-    """Rough check for the candidates that build ``n x n`` matrices (several copies in backward)."""
-    if name in ("sdpa", "attnlib", "nn.MHA need_weights=False", "blockwise"):
+    """Rough check for the candidates that build ``n x n`` matrices (several copies in backward;
+    the blockwise path's autograd keeps every block's weights, ``n x n`` in all)."""
+    if name in ("sdpa", "attnlib", "nn.MHA need_weights=False"):
         return True
     copies = 8  # scores, masked scores, softmax, dropout/mask product, and their gradients
     return batch * heads * n * n * 4 * copies / 2**30 <= limit_gib
