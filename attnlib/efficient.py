@@ -12,8 +12,11 @@
   ``phi(q).phi(k)`` (Katharopoulos et al., 2020), in parallel form and as an RNN with a
   fixed-size state; :class:`KeyValueMemory`, :func:`make_pair_recall_task`: a recall task
   that fills that state;
-* :func:`alibi_slopes`, :func:`alibi_bias`, :class:`ALiBiLM`: linear biases instead of
-  position embeddings (Press et al., 2022).
+* :func:`alibi_slopes`, :func:`alibi_bias`, :class:`ALiBiAttention`: linear biases instead of
+  position embeddings (Press et al., 2022); :class:`PositionTagger` compares them with
+  chapter 6's positions on sequences longer than the training ones;
+* :func:`train_lm_variant`, :func:`train_memory`, :func:`train_position_tagger`: the chapter's
+  three experiments, one function each, so that several run side by side.
 """
 from __future__ import annotations
 
