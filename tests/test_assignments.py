@@ -38,8 +38,8 @@ def graded_cells(nb):
     return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
 
 
-def test_eight_assignments_with_three_to_five_graded_exercises():
-    assert len(NAMES) == 8 and [n[:4] for n in NAMES] == [f"ch0{i}" for i in range(1, 9)]
+def test_nine_assignments_with_three_to_five_graded_exercises():
+    assert len(NAMES) == 9 and [n[:4] for n in NAMES] == [f"ch0{i}" for i in range(1, 10)]
     for name in NAMES:
         nb = nbformat.read(source_nb(name), as_version=4)
         graded = graded_cells(nb)

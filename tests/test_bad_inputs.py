@@ -767,6 +767,41 @@ case("attention_rollout-layers-differ", lambda: A.attention_rollout(rollout_laye
 case("attention_rollout-int", lambda: A.attention_rollout([torch.ones(1, 2, 3, 3, dtype=torch.long)]), TypeError,
      r"attentions\[0\] must be a floating-point tensor")
 
+# chapter 9: attnlib.efficient and grouped-query attention
+case("blockwise_attention-block-zero", lambda: A.blockwise_attention(q4, k4, v4, block_size=0), ValueError,
+     r"block_size must be a positive int, got 0")
+case("blockwise_attention-mask-shape", lambda: A.blockwise_attention(q4, k4, v4, torch.ones(2, 4, dtype=torch.bool)),
+     ValueError, r"mask of shape \(2, 4\) does not broadcast to \(2, 2, 3, 5\)")
+case("blockwise_attention-causal-more-queries", lambda: A.blockwise_attention(k4, q4, q4, causal=True), ValueError,
+     r"causal attention needs at least as many keys \(3\) as queries \(5\)")
+case("MHA-kv-heads-not-dividing", lambda: A.MultiHeadAttention(16, 4, num_kv_heads=3), ValueError,
+     r"num_kv_heads \(3\) must divide num_heads \(4\)")
+case("sliding_window_mask-zero", lambda: A.sliding_window_mask(3, 3, 0), ValueError, r"window must be a positive int, got 0")
+case("sliding_window_mask-more-queries", lambda: A.sliding_window_mask(4, 3, 2), ValueError,
+     r"num_queries \(4\) must not exceed num_keys \(3\)")
+case("attention_pattern-kind", lambda: A.attention_pattern("banded", 4), ValueError, r"kind must be one of")
+case("attention_pattern-dilation-zero", lambda: A.attention_pattern("dilated", 4, dilation=0), ValueError,
+     r"dilation must be a positive int, got 0")
+case("kept_positions-global-negative", lambda: A.kept_positions("global+local", 4, num_global=-1), ValueError,
+     r"num_global must be a non-negative int, got -1")
+case("WindowKVCache-window-float", lambda: A.WindowKVCache(2.5), TypeError, r"window must be an int, got float")
+case("EfficientLM-window-zero", lambda: A.EfficientLM(10, 8, 16, 2, window=0), ValueError, r"window must be a positive int, got 0")
+case("EfficientLM-kv-heads", lambda: A.EfficientLM(10, 8, 16, 4, num_kv_heads=3), ValueError,
+     r"num_kv_heads \(3\) must divide num_heads \(4\)")
+case("linear_attention-pairs", lambda: A.linear_attention(q, k, v[:, :2]), ValueError,
+     r"keys and values must have the same number of positions")
+case("linear_attention-int", lambda: A.linear_attention(q.long(), k.long(), v.long()), TypeError,
+     r"queries must be a floating-point tensor")
+case("linear_attention_recurrent-lengths", lambda: A.linear_attention_recurrent(q, k, v), ValueError,
+     r"the recurrent form takes one query per key")
+case("KeyValueMemory-kind", lambda: A.KeyValueMemory(10, 4, kind="rnn"), ValueError, r"kind must be 'softmax' or 'linear'")
+case("KeyValueMemory-key-range", lambda: A.KeyValueMemory(4, 4)(torch.full((1, 2, 2), 3), torch.tensor([[7]])),
+     ValueError, r"queries holds token ids in \[7, 7\]")
+case("alibi_slopes-zero", lambda: A.alibi_slopes(0), ValueError, r"num_heads must be a positive int, got 0")
+case("alibi_bias-more-queries", lambda: A.alibi_bias(2, 5, 3), ValueError, r"num_queries \(5\) must not exceed num_keys \(3\)")
+case("ALiBiAttention-cross", lambda: A.ALiBiAttention(8, 2)(X8, X8.clone(), X8), ValueError,
+     r"ALiBiAttention is causal self-attention only")
+
 
 @pytest.mark.parametrize(("call", "error", "message"), CASES)
 def test_bad_call_gets_a_clear_error(call, error, message):
