@@ -75,7 +75,8 @@ def make_mask(valid_lens, batch_size: int, num_queries: int, num_keys: int, devi
                          f"({batch_size},), (batch, queries) = ({batch_size}, {num_queries}), "
                          "or a bool mask (batch, keys) / (batch, queries, keys)")
     check_lengths("valid_lens", valid_lens, 0, num_keys)
-    lens = valid_lens.reshape(batch_size, -1, 1)  # (batch, 1 or queries, 1)
+    per_query = valid_lens if valid_lens.dim() == 2 else valid_lens.unsqueeze(1)  # (batch, 1 or queries)
+    lens = per_query.unsqueeze(-1)  # (batch, 1 or queries, 1); no -1 to infer, so batch 0 works
     positions = torch.arange(num_keys, device=valid_lens.device)  # (keys,)
     return positions < lens  # (batch, 1 or queries, keys)
 
@@ -101,7 +102,8 @@ def masked_softmax(X: torch.Tensor, valid_lens=None) -> torch.Tensor:
     Masked keys get a weight of exactly 0, and a row whose keys are all masked
     gets all-zero weights (d2l fills with -1e6 and so spreads the row uniformly
     over padding; a fill of -inf would give NaN). Works in fp32, fp16 and bf16
-    (half precision is computed in float32 and cast back).
+    (half precision is computed in float32 and cast back). An empty batch (or no
+    queries, or no keys) gives an empty result of the same shape.
     """
     check_tensor("X", X, 3, "(batch, queries, keys)")
     check_float("X", X)
@@ -188,6 +190,7 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
     """
     if check:
         _check_sdp(queries, keys, values, mask, causal, dropout_p, scale)
+        check_bool("need_weights", need_weights)
     nq, nk = queries.shape[-2], keys.shape[-2]
     if mask is not None:  # zero the keys and values that no query may see: padding garbage stays out
         seen = mask.squeeze(-2) if mask.shape[-2] == 1 else mask.any(dim=-2)  # (..., keys)
