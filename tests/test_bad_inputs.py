@@ -9,6 +9,7 @@ expected type and message), *bare* (another exception or message) and *silent* (
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import pytest
@@ -951,6 +952,29 @@ def test_empty_inputs_with_a_natural_answer_give_it():
     torch.testing.assert_close(W.sum(-1), torch.tensor([[1.0, 1.0, 1.0], [0.0, 1.0, 1.0]]))
     assert A.attention_rollout([torch.rand(0, 2, 3, 3)]).shape == (0, 3, 3)
     assert A.PositionWiseFFN(16, 8)(torch.rand(0, 3, 8)).shape == (0, 3, 8)
+
+
+@pytest.mark.parametrize("name", [*ATTENTIONS, "LocationAttention"])
+@pytest.mark.parametrize("record", [False, True])
+def test_padding_garbage_never_reaches_an_output(name, record):
+    """NaN in values: padding that no query sees never leaks, and a fully masked row stays
+    exactly 0 even when another query sees the NaN (it was ``0 * NaN``), on both paths."""
+    torch.manual_seed(0)
+    m = ATTENTIONS.get(name, lambda: A.LocationAttention(4, 5))()
+    values = v.clone()
+    values[0, 3:], values[1, 1] = float("nan"), float("nan")  # padding of sequence 0; a key of 1
+    lens = torch.tensor([[3, 3, 3], [0, 2, 2]])  # sequence 1: query 0 sees nothing
+    with A.record_attention(m) if record else contextlib.nullcontext():
+        out = m(q, k, values, lens)
+    assert torch.isfinite(out[0]).all(), out
+    assert torch.equal(out[1, 0], torch.zeros(6))
+
+
+def test_one_mask_for_every_query_may_be_1d():
+    mask = torch.tensor([True, True, True, False, False])
+    for need_weights in (False, True):
+        out, _ = A.scaled_dot_product(q4, k4, v4, mask, need_weights=need_weights)
+        torch.testing.assert_close(out, A.scaled_dot_product(q4[..., :, :], k4[..., :3, :], v4[..., :3, :])[0])
 
 
 def test_every_gru_decoder_still_takes_its_own_state():
