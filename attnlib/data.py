@@ -42,6 +42,7 @@ seen in training.
 from __future__ import annotations
 
 import collections
+import numbers
 import operator
 import os
 import random
@@ -661,7 +662,7 @@ def truncate_pad(ids: Sequence[int], num_steps: int, pad: int) -> list[int]:
     check_int("pad", pad, minimum=0)
     if isinstance(ids, str):
         raise TypeError(f"ids must be a sequence of ints, not a string, got {ids!r}")
-    if not isinstance(ids, Sequence) or not all(isinstance(i, int) for i in ids):
+    if not isinstance(ids, Sequence) or not all(isinstance(i, numbers.Integral) for i in ids):
         got = type(ids).__name__ if not isinstance(ids, Sequence) else f"{ids!r}"
         raise TypeError(f"ids must be a sequence of ints (token ids), got {got}")
     ids = list(ids)
