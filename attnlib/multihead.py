@@ -20,9 +20,9 @@ from ._checks import (
     check_module_input,
     check_probability,
     check_qkv,
+    check_rows,
     check_size,
     check_tensor,
-    check_values,
 )
 from .positional import RotaryEmbedding
 from .recording import AttentionModule
@@ -60,6 +60,9 @@ class KVCache:
                 raise ValueError(f"this cache holds (batch, heads, head_dim) = {held}, but k has "
                                  f"{(k.shape[0], k.shape[1], k.shape[3])}: start a new KVCache for "
                                  "a new batch")
+            if (k.dtype, k.device) != (self.k.dtype, self.k.device):
+                raise ValueError(f"this cache holds {self.k.dtype} keys on {self.k.device}, but k is "
+                                 f"{k.dtype} on {k.device}: keep a model's dtype and device while it decodes")
             k = torch.cat((self.k, k), dim=2)  # (batch, heads, seen + new, head_dim)
             v = torch.cat((self.v, v), dim=2)  # (batch, heads, seen + new, head_dim)
         self.k, self.v = k, v
@@ -71,8 +74,7 @@ class KVCache:
             raise TypeError(f"index must be a torch.Tensor of batch rows, got {type(index).__name__}")
         picked = KVCache(self.static)
         if self.k is not None:
-            check_values(index < self.k.shape[0], lambda: f"index holds rows up to "
-                         f"{int(index.max())}, but the cache has batch size {self.k.shape[0]}")
+            check_rows(index, self.k.shape[0])
             picked.k, picked.v = self.k[index], self.v[index]
         return picked
 

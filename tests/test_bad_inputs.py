@@ -277,7 +277,22 @@ case("KVCache-reorder-list", lambda: A.KVCache().reorder([0]), TypeError,
 case("KVCache-reorder-out-of-range", lambda: (c := A.KVCache(), c.append(torch.randn(1, 2, 3, 4),
                                                                         torch.randn(1, 2, 3, 4)),
                                               c.reorder(torch.tensor([3]))), ValueError,
-     r"index holds rows up to 3, but the cache has batch size 1")
+     r"index must lie in \[0, 0\], got \[3\]")
+
+
+def filled_cache(dtype=torch.float32):
+    cache = A.KVCache()
+    cache.append(torch.randn(2, 2, 3, 4, dtype=dtype), torch.randn(2, 2, 3, 4, dtype=dtype))
+    return cache
+
+
+case("KVCache-reorder-negative", lambda: filled_cache().reorder(torch.tensor([-1])), ValueError,
+     r"index must lie in \[0, 1\], got \[-1\]")
+case("KVCache-reorder-float", lambda: filled_cache().reorder(torch.tensor([0.0])), TypeError,
+     r"index must hold integer batch rows, got dtype torch.float32")
+case("KVCache-append-dtype-change", lambda: filled_cache().append(torch.randn(2, 2, 1, 4, dtype=torch.float64),
+                                                                torch.randn(2, 2, 1, 4, dtype=torch.float64)),
+     ValueError, r"this cache holds torch.float32 keys on cpu, but k is torch.float64 on cpu")
 
 # --- positional encodings ----------------------------------------------------------------------
 case("sinusoidal_table-zero", lambda: A.sinusoidal_table(0, 4), ValueError, r"max_len must be positive")
