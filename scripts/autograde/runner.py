@@ -8,10 +8,20 @@ never how it is judged.
 
 Protocol (see ``sandbox.py``): frames of an 8-byte big-endian length and a ``torch.save``
 payload, read from fd ``REQ_FD`` and written to fd ``REP_FD``. Requests (from the grader,
-trusted): ``("run", source)``, ``("call", name, args, kwargs)``, ``("callback_return",
-value)``, ``("callback_raise", ename, message)``. Replies: ``("done",)``, ``("error",
-ename, message)``, ``("return", value)``, ``("raise", ename, message)``, ``("callback",
-id, args, kwargs)``.
+trusted): ``("answers", {function: [dotted names]}, watch_cells)``, ``("run", source)``,
+``("call", name, args, kwargs)``, ``("callback_return", value)``, ``("callback_raise", ename,
+message)``. Replies: ``("done",)``, ``("error", ename, message)``, ``("return", value)``,
+``("raise", ename, message)``, ``("answer", what, kind)`` (the call used ``what``, a call
+its exercise rules out (kind ``"answer"``) or a way to switch the check off (``"check"``)),
+``("callback", id, args, kwargs)``.
+
+The exercise rule (``ownwork.py``, the same code as the notebooks' self-checks): a call of
+an exercise function runs under ``own_work`` with the names the assignment's ``ANSWERS``
+gives it. On top of that, a permanent audit hook (student code cannot remove one) records
+what could switch the check off or see past it: setting a profile or trace function, frames
+(``sys._getframe``, ``tb_frame``), ``gc`` and ``ctypes``, replacing a ``__code__``, forking
+or starting threads. During a call any of them fails the call; in a student's cell (once the
+locked cells have run: ``watch_cells``) the first one fails every later call.
 
     python runner.py REQ_FD REP_FD MEMORY_BYTES MAX_PROCESSES OUTPUT_BYTES
 """
@@ -34,9 +44,56 @@ def _limits(memory: int, processes: int, output: int) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead
 
 
+# audit events that could switch the exercise check off or get round it: during a call, and in a
+# student's cell (where a fork or a thread is harmless: nothing is being checked yet)
+SWITCHES = ("sys.setprofile", "sys.settrace", "sys._current_frames", "gc.get_", "ctypes.")
+IN_CALLS = SWITCHES + ("os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.system", "subprocess.")
+FRAMES = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")  # attributes that hand out a frame
+# the standard library asks for its caller's frame to name the module of a namedtuple, an
+# enum or a TypeVar: that is no way round the check
+NAMING = tuple(f"{os.sep}{m}" for m in (os.path.join("collections", "__init__.py"), "enum.py", "typing.py"))
+RAW = ("sys.getprofile", "threading.getprofile", "_thread.start_new_thread",
+       "torch.overrides._get_current_function_mode", "torch.overrides._get_current_function_mode_stack",
+       "torch._C._pop_torch_function_stack", "torch._C._get_function_stack_at")
+
+
+def _watch():
+    """A permanent audit hook (student code cannot remove it). Returns its state: while
+    ``state["on"]`` holds event prefixes, the first such event (or a frame handed out to code
+    other than the standard library's naming helpers) is kept in ``state["seen"]``."""
+    state = {"on": (), "seen": None, "busy": False}
+
+    def asks_for_frame(event, args):
+        if event != "sys._getframe" and not (event == "object.__getattr__" and args[1] in FRAMES):
+            return False
+        state["busy"] = True  # the frame lookup below raises an audit event of its own
+        try:
+            caller = sys._getframe(2).f_code.co_filename  # 0: here, 1: hook
+        finally:
+            state["busy"] = False
+        return not caller.endswith(NAMING)
+
+    def hook(event, args):
+        if not state["on"] or state["seen"] or state["busy"]:
+            return
+        if event.startswith(state["on"]) or asks_for_frame(event, args) or (
+                event == "object.__setattr__" and args[1] == "__code__"):
+            state["seen"] = args[1] if event.startswith("object.") else event
+    sys.addaudithook(hook)
+    return state
+
+
 def main() -> None:
     req_fd, rep_fd = int(sys.argv[1]), int(sys.argv[2])
     import torch  # before the memory limit is tight: the import maps a lot of address space
+
+    import ownwork  # beside this file; imported before any student code, then hidden from it
+
+    del sys.modules["ownwork"]
+    audit = _watch()
+    answers: dict = {}  # exercise function -> its answer_targets
+    switches: dict = {}  # answer_targets of RAW
+    watch_cells = False
 
     _limits(int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
     reader, writer = os.fdopen(req_fd, "rb", buffering=0), os.fdopen(rep_fd, "wb", buffering=0)
@@ -105,21 +162,52 @@ def main() -> None:
         def translate(source):
             return source
 
+    def call(name, args, kwargs):
+        """``name(*args, **kwargs)`` under the exercise rule: its result, or why it broke it."""
+        if audit["seen"]:
+            return None, (f"{audit['seen']} (in a cell)", "check")
+        fn, hits = namespace[name], []
+        audit["on"] = ()  # the guard's own setprofile is no event
+        try:
+            with ownwork.own_work(name, {**answers.get(name, {}), **switches}) as hits:
+                audit["on"] = IN_CALLS
+                try:
+                    result = fn(*args, **kwargs)
+                finally:
+                    audit["on"] = ()
+        except BaseException:
+            if not hits and not audit["seen"]:
+                raise
+            result = None
+        finally:
+            audit["on"] = SWITCHES if watch_cells else ()
+            seen, audit["seen"] = audit["seen"], None
+        if seen or hits:
+            # a hit first: the profile that raised for it is switched off by Python (an audit event)
+            return None, (hits[0], "check" if hits[0] in RAW else "answer") if hits else (seen, "check")
+        return result, None
+
     send(("ready",))
     while True:
         message = receive()
         try:
-            if message[0] == "run":
+            if message[0] == "answers":
+                # resolved now, before any student cell can rebind a name
+                answers = {k: ownwork.answer_targets(v) for k, v in message[1].items()}
+                switches, watch_cells = ownwork.answer_targets(RAW), bool(message[2])
+                send(("done",))
+            elif message[0] == "run":
                 exec(compile(translate(message[1]), "<cell>", "exec"), namespace)  # noqa: S102
+                audit["on"] = SWITCHES if watch_cells else ()
                 send(("done",))
             elif message[0] == "call":
                 if message[1] not in namespace:
                     raise NameError(f"name '{message[1]}' is not defined")
-                result = namespace[message[1]](*resolve(message[2]), **resolve(message[3]))
-                send(("return", plain(result)))
+                result, used = call(message[1], resolve(message[2]), resolve(message[3]))
+                send(("answer", *used) if used else ("return", plain(result)))
         except BaseException as err:  # noqa: BLE001 - everything goes back as plain text
             text = str(err)[:2000]
-            send(("error" if message[0] == "run" else "raise", type(err).__name__, text))
+            send(("error" if message[0] in ("run", "answers") else "raise", type(err).__name__, text))
 
 
 if __name__ == "__main__":
