@@ -74,7 +74,8 @@ def _answers(name: str, sources: list[str]) -> dict[str, list[str]]:
                 try:
                     value = ast.literal_eval(node.value)
                 except ValueError as err:
-                    raise SpecError(f"{name}: ANSWERS must be a literal dict (no names or calls): {err}") from None
+                    raise SpecError(f"{name}: ANSWERS must be a literal dict (no names, no calls): "
+                                    f"{err}") from None
                 if not (isinstance(value, dict) and all(
                         isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
                         for k, v in value.items())):
@@ -194,7 +195,7 @@ def ruled_out(exercise: int, used: AnswerUsed) -> str:
     """The note for an exercise whose function used ``used``."""
     if used.kind == "answer":
         return f"ex{exercise} uses {used.what}, which this exercise asks you to write yourself"
-    return f"ex{exercise} uses {used.what}, which could switch off the check of what it calls"
+    return f"ex{exercise} uses {used.what}, which could get round the check of the calls it rules out"
 
 
 _BUILTIN_ERRORS = {e.__name__: e for e in (ValueError, TypeError, IndexError, KeyError,

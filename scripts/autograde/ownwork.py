@@ -8,7 +8,6 @@ import sys
 import threading
 import types
 
-import torch
 from torch.overrides import TorchFunctionMode
 
 

@@ -41,6 +41,9 @@ HARD = ("a hard link ({n} names for one file), not a file of its own: submit the
         "(a copy, not a link)")
 
 
+NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a link: ELOOP; a FIFO: no wait
+
+
 class Refused(Exception):  # noqa: N818 - a submission path the grader will not follow
     pass
 
@@ -69,7 +72,7 @@ def _open_below(base: Path, path: Path) -> int:
     try:
         for depth, part in enumerate(Path(path).relative_to(base).parts, start=1):
             try:
-                new = os.open(part, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+                new = os.open(part, NOFOLLOW, dir_fd=fd)
             except OSError as err:
                 if err.errno == errno.ELOOP:
                     where = "/".join(Path(path).relative_to(base).parts[:depth])
@@ -107,7 +110,7 @@ def _copy_in(base: Path, submission: Path, dest: Path) -> dict[str, str]:
         for entry in sorted(os.listdir(fd)):
             try:
                 try:
-                    child = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+                    child = os.open(entry, NOFOLLOW, dir_fd=fd)
                 except OSError as err:
                     raise Refused(f"{entry} is {LINK}" if err.errno == errno.ELOOP else
                                   f"{entry} cannot be read ({err.strerror})") from None

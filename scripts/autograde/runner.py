@@ -21,7 +21,9 @@ gives it. On top of that, a permanent audit hook (student code cannot remove one
 what could switch the check off or see past it: setting a profile or trace function, frames
 (``sys._getframe``, ``tb_frame``), ``gc`` and ``ctypes``, replacing a ``__code__``, forking
 or starting threads. During a call any of them fails the call; in a student's cell (once the
-locked cells have run: ``watch_cells``) the first one fails every later call.
+locked cells have run: ``watch_cells``) the first one fails every later call. A thread or a
+process that a cell started and that still runs when a call starts fails the call too (it
+could compute an answer out of the check's sight).
 
     python runner.py REQ_FD REP_FD MEMORY_BYTES MAX_PROCESSES OUTPUT_BYTES
 """
@@ -83,11 +85,30 @@ def _watch():
     return state
 
 
+def _company() -> str | None:
+    """What runs beside the runner and could compute an answer out of the check's sight: another
+    Python thread, or (in the sandbox, whose pid namespace holds only bwrap as pid 1 and this
+    process) another live process."""
+    if len(sys._current_frames()) > 1:
+        return "a thread started in a cell"
+    if os.environ.get("ATTNBOOK_SANDBOX") != "1":
+        return None
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) not in (1, os.getpid()):
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as fh:
+                    state = fh.read().rsplit(b")", 1)[1].split()[0]
+            except OSError:  # it ended meanwhile
+                continue
+            if state != b"Z":
+                return "a process started in a cell"
+    return None
+
+
 def main() -> None:
     req_fd, rep_fd = int(sys.argv[1]), int(sys.argv[2])
-    import torch  # before the memory limit is tight: the import maps a lot of address space
-
     import ownwork  # beside this file; imported before any student code, then hidden from it
+    import torch  # before the memory limit is tight: the import maps a lot of address space
 
     del sys.modules["ownwork"]
     audit = _watch()
@@ -166,8 +187,11 @@ def main() -> None:
         """``name(*args, **kwargs)`` under the exercise rule: its result, or why it broke it."""
         if audit["seen"]:
             return None, (f"{audit['seen']} (in a cell)", "check")
+        audit["on"] = ()  # from here until the call: the runner's own events
+        beside = _company()
+        if beside:
+            return None, (f"{beside} that still runs", "check")
         fn, hits = namespace[name], []
-        audit["on"] = ()  # the guard's own setprofile is no event
         try:
             with ownwork.own_work(name, {**answers.get(name, {}), **switches}) as hits:
                 audit["on"] = IN_CALLS

@@ -99,7 +99,7 @@ def _command(fds: tuple[int, int], binds: list[tuple[int, str]]) -> list[str]:
             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "OMP_NUM_THREADS", "1",
             "--setenv", "OMP_WAIT_POLICY", "PASSIVE", "--setenv", "PYTHONHASHSEED", "0",
             "--setenv", "MPLBACKEND", "Agg", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
-            "--setenv", "PYTHONUNBUFFERED", "1",
+            "--setenv", "PYTHONUNBUFFERED", "1", "--setenv", "ATTNBOOK_SANDBOX", "1",
             str(Path(sys.prefix).resolve() / "bin" / Path(sys.executable).name),
             "/sandbox/runner.py", *map(str, fds), str(MEMORY), str(PROCESSES), str(OUTPUT)]
     return cmd
