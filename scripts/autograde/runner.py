@@ -51,9 +51,10 @@ def _limits(memory: int, processes: int, output: int) -> None:
 SWITCHES = ("sys.setprofile", "sys.settrace", "sys._current_frames", "gc.get_", "ctypes.")
 IN_CALLS = SWITCHES + ("os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.system", "subprocess.")
 FRAMES = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")  # attributes that hand out a frame
-# the standard library asks for its caller's frame to name the module of a namedtuple, an
-# enum or a TypeVar: that is no way round the check
+# who may ask for a frame: the standard library names the module of a namedtuple, an enum or a
+# TypeVar from its caller's frame, and torch formats stacks (``torch.manual_seed`` does)
 NAMING = tuple(f"{os.sep}{m}" for m in (os.path.join("collections", "__init__.py"), "enum.py", "typing.py"))
+PASSING = tuple(f"{os.sep}{m}" for m in ("traceback.py", "linecache.py"))  # helpers: ask who called them
 RAW = ("sys.getprofile", "threading.getprofile", "_thread.start_new_thread",
        "torch.overrides._get_current_function_mode", "torch.overrides._get_current_function_mode_stack",
        "torch._C._pop_torch_function_stack", "torch._C._get_function_stack_at")
@@ -63,17 +64,23 @@ def _watch():
     """A permanent audit hook (student code cannot remove it). Returns its state: while
     ``state["on"]`` holds event prefixes, the first such event (or a frame handed out to code
     other than the standard library's naming helpers) is kept in ``state["seen"]``."""
-    state = {"on": (), "seen": None, "busy": False}
+    import torch
+
+    state = {"on": (), "seen": None, "busy": False, "torch": os.path.dirname(torch.__file__) + os.sep}
 
     def asks_for_frame(event, args):
+        """Whether code other than torch's or the standard library's naming asks for a frame."""
         if event != "sys._getframe" and not (event == "object.__getattr__" and args[1] in FRAMES):
             return False
         state["busy"] = True  # the frame lookup below raises an audit event of its own
         try:
-            caller = sys._getframe(2).f_code.co_filename  # 0: here, 1: hook
+            frame = sys._getframe(2)  # 0: here, 1: hook, 2: the code that asked
         finally:
             state["busy"] = False
-        return not caller.endswith(NAMING)
+        while frame is not None and frame.f_code.co_filename.endswith(PASSING):
+            frame = frame.f_back
+        return frame is not None and not frame.f_code.co_filename.startswith(state["torch"]) and \
+            not frame.f_code.co_filename.endswith(NAMING)
 
     def hook(event, args):
         if not state["on"] or state["seen"] or state["busy"]:
