@@ -24,10 +24,11 @@ the tests run in the grader (``scripts/autograde/``). Each run gets its own fold
   written as soon as it is known) and what the student's code printed.
 
 A submission is read only through real folders and files: a student folder, assignment
-folder or notebook that is a symbolic link, or a notebook with other hard links, is not
-followed; that pair scores 0 with the reason (status ``refused``). While a test calls a
-student's function, the calls the assignment's ``ANSWERS`` cell lists for it are unavailable
-(``autograde/ownwork.py``); one used scores that exercise 0 and the notes name it.
+folder or notebook that is a symbolic link is not followed, nor is a notebook that is a hard
+link to a file of the source folder or to another student's notebook; that pair scores 0
+with the reason (status ``refused``). While a test calls a student's function, the calls
+the assignment's ``ANSWERS`` cell lists for it are unavailable (``autograde/ownwork.py``);
+one used scores that exercise 0 and the notes name it.
 
 ``rule`` copies ``autograde/ownwork.py`` (the rule) into the hidden ``own_work_rule`` cell of
 every source notebook, so that the self-checks run the grader's own code.
@@ -51,7 +52,14 @@ from pathlib import Path
 STARTED = time.monotonic()
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the autograde package
 from autograde.course import ROOT, SOURCE, assignment_names, generate, sync_rule  # noqa: E402
-from autograde.pairs import Result, _find_submission, grade_pair, worker_init, write_feedback  # noqa: E402
+from autograde.pairs import (  # noqa: E402
+    Result,
+    _find_submission,
+    grade_pair,
+    linked_files,
+    worker_init,
+    write_feedback,
+)
 
 
 # ----------------------------------------------------------------------------- grade
@@ -142,8 +150,9 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(pairs) or 1))
     log(f"grading {len(pairs)} (student, assignment) pairs, {jobs} at a time"
         f"{'' if not no_sandbox else ', WITHOUT a sandbox'} -> {run.folder}")
+    linked = linked_files(source, submissions, handed)  # what a notebook must not be a hard link to
     args = {p: (p[0], p[1], handed[p[0]][p[1]], run.folder / "work" / p[0] / p[1], specs[p[1]],
-                timeout, no_sandbox, submissions) for p in pairs}
+                timeout, no_sandbox, submissions, linked) for p in pairs}
     done: dict[tuple[str, str], Result] = {}
 
     def record(r: Result) -> None:

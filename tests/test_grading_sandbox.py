@@ -103,6 +103,10 @@ def graded(tmp_path_factory):
     (subs / "link_notebook" / CH03 / f"{CH03}.ipynb").symlink_to(source / CH03 / f"{CH03}.ipynb")
     (subs / "hard_link" / CH03).mkdir(parents=True)
     os.link(source / CH03 / f"{CH03}.ipynb", subs / "hard_link" / CH03 / f"{CH03}.ipynb")
+    for student in ("twin", "hard_link_twin"):  # two students hand in one file: neither is graded
+        (subs / student / CH03).mkdir(parents=True)
+    nbformat.write(attacks.untouched(SOURCE, CH03), subs / "twin" / CH03 / f"{CH03}.ipynb")
+    os.link(subs / "twin" / CH03 / f"{CH03}.ipynb", subs / "hard_link_twin" / CH03 / f"{CH03}.ipynb")
     before = digest(tmp, ROOT / "attnlib", ROOT / "scripts", ROOT / "assignments", skip=out)
     lines = []
     run = cli.grade(subs, out, timeout=5, source=source, jobs=2, log=lines.append)
@@ -161,7 +165,9 @@ def test_a_call_that_answers_the_exercise_costs_it_and_says_so(graded, name):
     ("link_loop", "link_loop/" + CH03, "symbolic link"),
     ("link_student_folder", "link_student_folder", "symbolic link"),
     ("link_notebook", f"{CH03}.ipynb", "symbolic link"),
-    ("hard_link", f"{CH03}.ipynb", "hard link (2 names for one file)"),
+    ("hard_link", f"{CH03}.ipynb", f"hard link to the instructor's file {CH03}/{CH03}.ipynb"),
+    ("hard_link_twin", f"{CH03}.ipynb", "hard link to the notebook of hard_link_twin and twin"),
+    ("twin", f"{CH03}.ipynb", "hard link to the notebook of hard_link_twin and twin"),
 ])
 def test_no_submission_is_read_through_a_link(graded, student, where, why):
     row = graded["rows"][student, CH03]

@@ -37,8 +37,7 @@ def _short(text: str, limit: int = 160) -> str:
 
 
 LINK = "a symbolic link, not a file: submit the notebook itself"
-HARD = ("a hard link ({n} names for one file), not a file of its own: submit the notebook itself "
-        "(a copy, not a link)")
+HARD = "a hard link to {other}, not a file of its own: submit the notebook itself (a copy, not a link)"
 
 
 NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a link: ELOOP; a FIFO: no wait
@@ -86,26 +85,49 @@ def _open_below(base: Path, path: Path) -> int:
         raise
 
 
-def _copy_file(fd: int, what: str, dest: Path) -> None:
-    """Copy the open regular file ``fd`` (what was checked is what is read) to ``dest``."""
+def linked_files(source: Path, submissions: Path, handed: dict) -> dict[tuple[int, int], str]:
+    """``(st_dev, st_ino) -> whose file it is`` for the files a notebook must not be a hard link
+    to: every file of ``source`` (the instructor's), and every notebook that appears in more than
+    one submission of ``handed`` (student -> assignment -> path). Never follows a link."""
+    owners: dict[tuple[int, int], set[str]] = {}
+    for student, per in handed.items():
+        for path in per.values():
+            if path is None or path.is_symlink():
+                continue
+            for p in (sorted(path.iterdir()) if path.is_dir() else [path]):
+                if p.suffix == ".ipynb" and not p.is_symlink() and p.is_file():
+                    info = p.lstat()
+                    owners.setdefault((info.st_dev, info.st_ino), set()).add(student)
+    found = {key: f"the notebook of {' and '.join(sorted(who))}"
+             for key, who in owners.items() if len(who) > 1}
+    for p in Path(source).rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            info = p.lstat()
+            found[info.st_dev, info.st_ino] = "the instructor's file " + str(p.relative_to(source))
+    return found
+
+
+def _copy_file(fd: int, what: str, dest: Path, linked: dict | None = None) -> None:
+    """Copy the open regular file ``fd`` (what was checked is what is read) to ``dest``, unless
+    it is one of the files ``linked`` (``linked_files``) under another name."""
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         raise Refused(f"{what} is not a regular file")
-    if info.st_nlink > 1:
-        raise Refused(f"{what} is {HARD.format(n=info.st_nlink)}")
+    if info.st_nlink > 1 and (info.st_dev, info.st_ino) in (linked or {}):
+        raise Refused(f"{what} is {HARD.format(other=linked[info.st_dev, info.st_ino])}")
     with os.fdopen(os.dup(fd), "rb") as src, open(dest, "wb") as out:
         while chunk := src.read(1 << 20):
             out.write(chunk)
 
 
-def _copy_in(base: Path, submission: Path, dest: Path) -> dict[str, str]:
+def _copy_in(base: Path, submission: Path, dest: Path, linked: dict | None = None) -> dict[str, str]:
     """Copy the regular files of ``submission`` (a folder or one file) into ``dest``; returns
     why each entry that was left out was left out (links, hard links, folders)."""
     refused = {}
     fd = _open_below(base, submission)
     try:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
-            _copy_file(fd, submission.name, dest / submission.name)
+            _copy_file(fd, submission.name, dest / submission.name, linked)
             return refused
         for entry in sorted(os.listdir(fd)):
             try:
@@ -116,7 +138,7 @@ def _copy_in(base: Path, submission: Path, dest: Path) -> dict[str, str]:
                                   f"{entry} cannot be read ({err.strerror})") from None
                 try:
                     if not stat.S_ISDIR(os.fstat(child).st_mode):
-                        _copy_file(child, entry, dest / entry)
+                        _copy_file(child, entry, dest / entry, linked)
                 finally:
                     os.close(child)
             except Refused as why:
@@ -126,15 +148,16 @@ def _copy_in(base: Path, submission: Path, dest: Path) -> dict[str, str]:
         os.close(fd)
 
 
-def _stage(submission: Path, dest: Path, name: str, base: Path | None = None):
+def _stage(submission: Path, dest: Path, name: str, base: Path | None = None, linked: dict | None = None):
     """Copy a submission into ``dest``; return the parsed notebook (or None) and notes. Every
     path from ``base`` (the submissions folder; default: two levels up) down to the notebook is
-    opened without following a symbolic link, and a notebook with other hard links is refused."""
+    opened without following a symbolic link, and a hard link to one of the files ``linked``
+    (``linked_files``: the instructor's, or another student's) is refused."""
     notes = []
     dest.mkdir(parents=True, exist_ok=True)
     base = Path(base) if base is not None else Path(submission).parent.parent
     try:
-        refused = _copy_in(base, submission, dest)
+        refused = _copy_in(base, submission, dest, linked)
     except Refused as why:
         return None, [f"not graded: {why}"]
     target = dest / f"{name}.ipynb"
@@ -160,9 +183,11 @@ def _stage(submission: Path, dest: Path, name: str, base: Path | None = None):
 
 
 def grade_pair(student: str, name: str, submission: Path | None, work: Path, spec: Spec,
-               timeout: float = 30.0, no_sandbox: bool = False, base: Path | None = None) -> Result:
+               timeout: float = 30.0, no_sandbox: bool = False, base: Path | None = None,
+               linked: dict | None = None) -> Result:
     """Grade one (student, assignment) pair against ``spec`` (``grader.load_spec``); never raises.
-    ``base``: the submissions folder (see ``_stage``)."""
+    ``base``: the submissions folder, ``linked``: the files it must not be a hard link to (see
+    ``_stage``)."""
     from autograde.grader import grade_notebook  # imports torch: ``generate`` never needs it
 
     max_score = sum(spec.points.values())
@@ -171,7 +196,7 @@ def grade_pair(student: str, name: str, submission: Path | None, work: Path, spe
     if submission is None:
         return Result(student, name, zero, max_score, "no submission", ["nothing handed in"], sandbox)
     try:
-        nb, notes = _stage(submission, work / "submission", name, base)
+        nb, notes = _stage(submission, work / "submission", name, base, linked)
         if nb is None:
             status = "refused" if notes[0].startswith("not graded") else "not a notebook"
             return Result(student, name, zero, max_score, status, notes, sandbox)
