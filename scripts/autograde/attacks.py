@@ -104,8 +104,7 @@ def general_attention(queries, keys, values, W, valid_lens=None):
                       "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass\n"
                       "os.killpg(0, signal.SIGKILL)\n" + RIGHT_EX4}, NO_EX4),
     "background_process": ({"ex4_solution": "import os\nif os.fork() == 0:\n"
-                            "    os.execv('/bin/sleep', ['sleep', '4242.5'])\n" + RIGHT_EX4},
-                           (0, 0, 0, 0)),  # it runs beside every test: none is graded
+                            "    os.execv('/bin/sleep', ['sleep', '4242.5'])\n" + RIGHT_EX4}, FULL),
     "edits_metadata": ({"ex4_solution": WRONG_EX4, "ex4_tests": "print('ok')",
                         "@meta": "ex1_tests:points=100;ex4_tests:locked=0;ex2_tests:grade_id=ex9_tests"},
                        NO_EX4),
@@ -152,7 +151,7 @@ for _ in range(400):
     except OSError:
         break
 print("forked", forked)
-''' + RIGHT_EX4}, (0, 0, 0, 0)),  # its children run beside every test
+''' + RIGHT_EX4}, FULL),
     "output_flood": ({"ex4_solution": RIGHT_EX4 + "\ntry:\n    for _ in range(2000):\n"
                       "        print('x' * 100_000)\nexcept OSError:\n    pass\n"}, FULL),
     "slow_on_hidden_inputs": ({"ex4_solution": RIGHT_EX4.replace(
@@ -174,6 +173,11 @@ SDPA = "(queries, keys, values, attn_mask=mask)\n"
 
 def _ex4(body: str) -> str:
     return "def scaled_dot_attention(queries, keys, values, valid_lens=None):\n" + body
+
+
+def _first(line: str, solution: str) -> str:
+    """``solution`` (an exercise 4 answer) that runs ``line`` first."""
+    return solution.replace("    d = ", f"    {line}\n    d = ")
 
 
 DPA = "    return {}().eval()(queries, keys, values, valid_lens)\n"
@@ -215,13 +219,14 @@ threading.Thread(target=work, daemon=True).start()
         MASK + "    out = []\n    t = threading.Thread(target=lambda: out.append("
         "F.scaled_dot_product_attention" + SDPA.strip() + "))\n    t.start()\n    t.join()\n"
         "    return out[0]\n")}, "_thread.start_new_thread"),
-    "answer_swallowed": ({"ex4_solution": RIGHT_EX4.replace("    d = ", (
-        "    try:\n        attnlib.DotProductAttention()\n    except Exception:\n        pass\n    d = "))},
+    "answer_swallowed": ({"ex4_solution": _first(
+        "try:\n        attnlib.DotProductAttention()\n    except Exception:\n        pass", RIGHT_EX4)},
         "attnlib.DotProductAttention"),
-    "answer_setprofile": ({"ex4_solution": "import sys\n" + _ex4(
-        "    sys.setprofile(None)\n" + DPA.format("attnlib.DotProductAttention"))}, "sys.setprofile"),
-    "answer_gc": ({"ex4_solution": "import gc\n" + _ex4(
-        "    gc.get_objects()\n" + DPA.format("attnlib.DotProductAttention"))}, "gc.get_objects"),
+    # with the profile off, attnlib.masked_softmax (Python code, no torch function of its own)
+    # is seen by nothing else: the audit hook must name the switch
+    "answer_setprofile": ({"ex4_solution": "import sys\n" + _first("sys.setprofile(None)", RIGHT_EX4.replace(
+        "my_masked_softmax(", "attnlib.masked_softmax("))}, "sys.setprofile"),
+    "answer_gc": ({"ex4_solution": "import gc\n" + _first("gc.get_objects()", RIGHT_EX4)}, "gc.get_objects"),
     "answer_frames_in_cell": ({"ex4_solution": "import sys\nsys._getframe(0).f_back\n" + RIGHT_EX4},
                               "sys._getframe (in a cell)"),
 }

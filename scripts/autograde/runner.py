@@ -21,9 +21,9 @@ gives it. On top of that, a permanent audit hook (student code cannot remove one
 what could switch the check off or see past it: setting a profile or trace function, frames
 (``sys._getframe``, ``tb_frame``), ``gc`` and ``ctypes``, replacing a ``__code__``, forking
 or starting threads. During a call any of them fails the call; in a student's cell (once the
-locked cells have run: ``watch_cells``) the first one fails every later call. A thread or a
-process that a cell started and that still runs when a call starts fails the call too (it
-could compute an answer out of the check's sight).
+locked cells have run: ``watch_cells``) the first one fails every later call. A thread that a
+cell started and that still runs when a call starts fails the call too (it could compute an
+answer out of the check's sight); a process a cell left running is killed before each call.
 
     python runner.py REQ_FD REP_FD MEMORY_BYTES MAX_PROCESSES OUTPUT_BYTES
 """
@@ -55,9 +55,7 @@ FRAMES = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")  # attributes that han
 # TypeVar from its caller's frame, and torch formats stacks (``torch.manual_seed`` does)
 NAMING = tuple(f"{os.sep}{m}" for m in (os.path.join("collections", "__init__.py"), "enum.py", "typing.py"))
 PASSING = tuple(f"{os.sep}{m}" for m in ("traceback.py", "linecache.py"))  # helpers: ask who called them
-RAW = ("sys.getprofile", "threading.getprofile", "_thread.start_new_thread",
-       "torch.overrides._get_current_function_mode", "torch.overrides._get_current_function_mode_stack",
-       "torch._C._pop_torch_function_stack", "torch._C._get_function_stack_at")
+RAW = ("sys.getprofile", "threading.getprofile", "_thread.start_new_thread")  # called during a call
 
 
 def _watch():
@@ -93,23 +91,17 @@ def _watch():
 
 
 def _company() -> str | None:
-    """What runs beside the runner and could compute an answer out of the check's sight: another
-    Python thread, or (in the sandbox, whose pid namespace holds only bwrap as pid 1 and this
-    process) another live process."""
-    if len(sys._current_frames()) > 1:
-        return "a thread started in a cell"
-    if os.environ.get("ATTNBOOK_SANDBOX") != "1":
-        return None
-    for pid in os.listdir("/proc"):
-        if pid.isdigit() and int(pid) not in (1, os.getpid()):
-            try:
-                with open(f"/proc/{pid}/stat", "rb") as fh:
-                    state = fh.read().rsplit(b")", 1)[1].split()[0]
-            except OSError:  # it ended meanwhile
-                continue
-            if state != b"Z":
-                return "a process started in a cell"
-    return None
+    """A Python thread beside the runner, which could compute an answer out of the check's
+    sight (None if there is none). In the sandbox, whose pid namespace holds only bwrap (pid 1)
+    and this process, any other process a cell left running is killed first, for the same reason."""
+    if os.environ.get("ATTNBOOK_SANDBOX") == "1":
+        for pid in os.listdir("/proc"):
+            if pid.isdigit() and int(pid) not in (1, os.getpid()):
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:  # it ended meanwhile
+                    pass
+    return "a thread started in a cell" if len(sys._current_frames()) > 1 else None
 
 
 def main() -> None:
