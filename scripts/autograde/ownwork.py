@@ -31,7 +31,9 @@ def _resolve(dotted):
 
 def answer_targets(names):
     """``{id: dotted name}`` of every object and code object a list of dotted names covers: a
-    function, a builtin, or a class with the methods of its bases from the same module."""
+    function, a builtin, or a class with the methods of its bases from the same module; and
+    ``"torch": True`` when one is a torch builtin (which only a torch function mode sees from
+    every caller; the mode costs time, so it watches only then)."""
     found = {}
     for name in names:
         obj = _resolve(name)
@@ -42,8 +44,12 @@ def answer_targets(names):
             item = getattr(item, "__func__", getattr(item, "fget", item))  # static/class methods, properties
             if isinstance(item, types.FunctionType):  # its own code, not a decorator's shared wrapper
                 found[id(inspect.unwrap(item).__code__)] = name
-            elif callable(item):  # a builtin (C) function or method
+            elif callable(item) and not isinstance(item, type):  # a builtin (C) function or method
                 found[id(item)] = name
+                owner = getattr(item, "__module__", None) or getattr(getattr(item, "__objclass__", None),
+                                                                    "__module__", "")
+                if str(owner).startswith("torch"):
+                    found["torch"] = True
     return found
 
 
@@ -84,7 +90,8 @@ def own_work(label, targets):
     """While the block runs, calls of the ``targets`` (``answer_targets``) record their name in
     the list this yields and raise ``OwnWorkError`` (in this thread and threads started meanwhile)."""
     hits = []
-    with _TorchCalls():  # entered and left outside the profile: its own calls are no hits
+    # entered and left outside the profile: the mode's own calls are no hits
+    with _TorchCalls() if targets.get("torch") else contextlib.nullcontext():
         _active.append((label, targets, hits))
         outer, outer_threads = sys.getprofile(), threading.getprofile()
         sys.setprofile(_profile)
