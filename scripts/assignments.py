@@ -118,7 +118,7 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
           jobs: int | None = None, no_sandbox: bool = False, student: str | None = None,
           assignment: str | None = None) -> Run:
     """Grade every (student, assignment) pair in ``submissions`` into a new run folder."""
-    from autograde.grader import load_spec
+    from autograde.grader import SpecError, load_spec
     from autograde.sandbox import probe
 
     started = time.monotonic()
@@ -144,7 +144,10 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
     linked = {s for s in students if (submissions / s).is_symlink()}
     wanted = [n for n in names if assignment or any(handed[s][n] for s in students if s not in linked)]
     wanted = wanted or (names if linked else [])  # only linked folders: a refusal for each assignment
-    specs = {n: load_spec(source, n) for n in wanted}  # parsed once; the workers get a copy
+    try:
+        specs = {n: load_spec(source, n) for n in wanted}  # parsed once; the workers get a copy
+    except SpecError as err:  # e.g. a new assignment without its ANSWERS cell
+        raise SystemExit(f"error: cannot grade {err}") from None
     run = Run(new_run_folder(Path(out).resolve()))
     pairs = [(s, n) for s in students for n in wanted]
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(pairs) or 1))

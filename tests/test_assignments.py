@@ -142,3 +142,19 @@ def test_the_self_check_applies_the_rule_in_the_students_kernel():
     assert errors["ex4_tests"]["ename"] == "OwnWorkError"
     assert errors["ex4_tests"]["evalue"] == ("scaled_dot_attention uses attnlib.DotProductAttention, "
                                              "which this exercise asks you to write yourself")
+
+
+def test_grading_an_assignment_without_answers_stops_with_the_reason(tmp_path):
+    import shutil
+
+    name = NAMES[0]
+    shutil.copytree(SOURCE / name, tmp_path / "source" / name)
+    path = tmp_path / "source" / name / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "answers"]
+    nbformat.write(nb, path)
+    (tmp_path / "subs" / "ana" / name).mkdir(parents=True)
+    shutil.copy(source_nb(name), tmp_path / "subs" / "ana" / name)
+    with pytest.raises(SystemExit, match=f"cannot grade {name}: no locked cell declares ANSWERS"):
+        cli.grade(tmp_path / "subs", tmp_path / "out", source=tmp_path / "source", no_sandbox=True,
+                  log=lambda *a: None)
