@@ -4,11 +4,15 @@
 import contextlib
 import importlib
 import inspect
+import os
 import sys
 import threading
 import types
 
+import torch.overrides
 from torch.overrides import TorchFunctionMode
+
+_TORCH = os.path.dirname(os.path.dirname(torch.overrides.__file__)) + os.sep  # torch's own code
 
 
 class OwnWorkError(RuntimeError):
@@ -73,8 +77,8 @@ def _check(obj):
 def _profile(frame, event, arg):
     if event == "call":
         _check(frame.f_code)
-    elif event == "c_call":
-        _check(arg)
+    elif event == "c_call" and not frame.f_code.co_filename.startswith(_TORCH):
+        _check(arg)  # torch's own C calls: the listed torch builtins are the mode's to see
 
 
 class _TorchCalls(TorchFunctionMode):

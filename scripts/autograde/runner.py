@@ -33,6 +33,7 @@ import resource
 import signal
 import struct
 import sys
+import threading
 
 CALLBACK = "\x00grader-callback:"  # an argument the grader computes on request
 STUDENT = "\x00student-function:"  # an argument that is one of the student's own functions
@@ -55,7 +56,10 @@ FRAMES = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")  # attributes that han
 # TypeVar from its caller's frame, and torch formats stacks (``torch.manual_seed`` does)
 NAMING = tuple(f"{os.sep}{m}" for m in (os.path.join("collections", "__init__.py"), "enum.py", "typing.py"))
 PASSING = tuple(f"{os.sep}{m}" for m in ("traceback.py", "linecache.py"))  # helpers: ask who called them
-RAW = ("sys.getprofile", "threading.getprofile", "_thread.start_new_thread")  # called during a call
+# calls that reach the check itself (its profile function or its torch mode) or start a thread
+RAW = ("sys.getprofile", "threading.getprofile", "_thread.start_new_thread",
+       "torch.overrides._get_current_function_mode", "torch.overrides._get_current_function_mode_stack",
+       "torch._C._get_function_stack_at", "torch._C._pop_torch_function_stack")
 
 
 def _watch():
@@ -193,6 +197,7 @@ def main() -> None:
         fn, hits = namespace[name], []
         try:
             with ownwork.own_work(name, {**answers.get(name, {}), **switches}) as hits:
+                threading.setprofile(None)  # a new thread is refused anyway; the hook would be in reach
                 audit["on"] = IN_CALLS
                 try:
                     result = fn(*args, **kwargs)
