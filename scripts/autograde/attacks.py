@@ -280,6 +280,10 @@ def causal_self_attention(X):
 def sampling_probs(logits, temperature, top_k=None):
     return lm.next_token_probs(logits, temperature, top_k)
 ''', (2, 3, 2, 0), "attnlib.lm.next_token_probs"),
+    "ch09_attention_at_scale": ("ex3_solution", '''
+def window_mask(num_queries, num_keys, window):
+    return attnlib.sliding_window_mask(num_queries, num_keys, window)
+''', (3, 2, 0, 3), "attnlib.sliding_window_mask"),
 }
 
 
