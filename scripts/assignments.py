@@ -168,6 +168,8 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="write the student versions")
     g.add_argument("--out", type=Path, default=ROOT / "build" / "assignments")
+    g.add_argument("--lang", choices=["en", "zh"], default="en",
+                   help="zh: the Chinese statements (scripts/i18n.py; code and tests identical)")
     r = sub.add_parser("grade", help="autograde a folder of submissions")
     r.add_argument("submissions", type=Path)
     r.add_argument("--out", type=Path, default=ROOT / "build" / "grades")
@@ -182,7 +184,13 @@ def main(argv=None) -> int:
                         "and --timeout only)")
     args = parser.parse_args(argv)
     if args.command == "generate":
-        for p in generate(args.out.resolve()):
+        source = SOURCE
+        if args.lang == "zh":  # the sources with translated markdown, from the catalogues
+            import i18n
+
+            i18n.generate(log=lambda *_: None)
+            source = i18n.ASSIGNMENTS_ZH
+        for p in generate(args.out.resolve(), source=source):
             print("wrote", p)
         return 0
     if args.legacy:

@@ -12,9 +12,12 @@ message's ``msgctxt`` says where it is (``CELL_ID:BLOCK`` in a notebook, ``BLOCK
 ``#:`` reference names the file), so a check can name the chapter and the paragraph.
 
 ``update`` keeps every existing translation. A message whose English changed is marked fuzzy with
-the old translation as a starting point (and the old English as ``#| msgid``); a message that
+the old translation as a starting point (the translation of the closest old English, else of the
+message that stood in the same place; the old English is kept as ``#| msgid``); a message that
 moved keeps its translation; a message that vanished is kept as obsolete (``#~``) so that its
-translation can be reused; a new message is added empty. docs/translating.md is the workflow.
+translation can be reused; a new message is added empty, unless the same English is translated in
+another catalogue (the assignments share their instructions, for one), whose translation it takes.
+docs/translating.md is the workflow.
 """
 
 from __future__ import annotations
@@ -215,8 +218,10 @@ def _load(path: Path) -> polib.POFile:
     return polib.pofile(str(path), wrapwidth=0) if path.exists() else _new_catalogue()
 
 
-def merge(source: Source, old: polib.POFile) -> polib.POFile:
-    """A fresh catalogue for ``source``'s messages, carrying over what ``old`` knows."""
+def merge(source: Source, old: polib.POFile, memory: dict[str, str] | None = None) -> polib.POFile:
+    """A fresh catalogue for ``source``'s messages, carrying over what ``old`` knows; a new message
+    whose English is translated in another catalogue (``memory``: English -> Chinese) reuses it."""
+    memory = memory or {}
     done = [e for e in old if e.msgstr and not e.fuzzy]  # translated, current or obsolete
     by_key = {(e.msgctxt, e.msgid): e for e in old if not e.obsolete}
     by_id = {e.msgid: e for e in done}
@@ -230,7 +235,7 @@ def merge(source: Source, old: polib.POFile) -> polib.POFile:
         same = by_key.get((unit.ctx, unit.msgid))
         moved = by_id.get(unit.msgid)
         changed = by_ctx.get(unit.ctx)
-        if same is not None:
+        if same is not None and (same.msgstr or unit.msgid not in memory):
             entry.msgstr, entry.flags = same.msgstr, list(same.flags)
             entry.previous_msgid = same.previous_msgid
             entry.tcomment = same.tcomment
@@ -238,11 +243,11 @@ def merge(source: Source, old: polib.POFile) -> polib.POFile:
         elif moved is not None:
             entry.msgstr, entry.tcomment = moved.msgstr, moved.tcomment
             used.add(id(moved))
+        elif unit.msgid in memory:
+            entry.msgstr = memory[unit.msgid]
         else:
-            near = changed
-            if near is None:
-                close = difflib.get_close_matches(unit.msgid, list(by_id), n=1, cutoff=0.7)
-                near = by_id[close[0]] if close else None
+            close = difflib.get_close_matches(unit.msgid, list(by_id), n=1, cutoff=0.7)
+            near = by_id[close[0]] if close else changed  # a near-identical English, else same place
             if near is not None:
                 entry.msgstr, entry.flags = near.msgstr, ["fuzzy"]
                 entry.previous_msgid = near.msgid
@@ -261,11 +266,12 @@ def merge(source: Source, old: polib.POFile) -> polib.POFile:
 def update(names: list[str] | None = None, log=print) -> list[Path]:
     """Extract and merge every catalogue (or those named); returns the files written."""
     written = []
+    memory = all_translations()
     for source in sources():
         if names and source.catalogue not in names:
             continue
         old = _load(source.po)
-        po = merge(source, old)
+        po = merge(source, old, memory)
         text = po.__unicode__()
         if not source.po.exists() or source.po.read_text(encoding="utf-8") != text:
             source.po.parent.mkdir(parents=True, exist_ok=True)
@@ -387,7 +393,6 @@ def translate_notebook(nb: dict, zh: dict[str, str]) -> dict:
         for key, field, ctx in (("figure", "caption", "caption"), ("image", "alt", "alt")):
             if f"{cid}:{ctx}" in zh and field in mystnb.get(key, {}):
                 mystnb[key][field] = zh[f"{cid}:{ctx}"]
-    nb.setdefault("metadata", {})["language_info_zh"] = LANGUAGE
     return nb
 
 
