@@ -401,6 +401,13 @@ def translate_page(text: str, zh_by_id: dict[str, str]) -> str:
     return translate_markdown(text, lambda n, b: zh_by_id.get(b.text))
 
 
+def _copy(src: Path, dst: Path) -> None:
+    """Copy unless ``dst`` already holds the same bytes (tests may be reading it meanwhile)."""
+    if not dst.exists() or dst.read_bytes() != src.read_bytes():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+
+
 def _dump(nb: dict) -> str:
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
@@ -416,8 +423,7 @@ def generate(log=print) -> list[Path]:
             out = ASSIGNMENTS_ZH / source.path.parent.name / source.path.name
             for extra in source.path.parent.iterdir():  # data files beside the assignment
                 if extra.is_file() and extra.suffix != ".ipynb":
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(extra, out.parent / extra.name)
+                    _copy(extra, out.parent / extra.name)
         else:
             out = NOTEBOOKS_ZH / source.path.name
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -425,9 +431,7 @@ def generate(log=print) -> list[Path]:
             out.write_text(_dump(nb), encoding="utf-8")
         written.append(out)
     for asset in build_book.chapter_assets():  # figures next to the notebooks
-        target = NOTEBOOKS_ZH / asset.relative_to(ROOT / "notebooks")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(asset, target)
+        _copy(asset, NOTEBOOKS_ZH / asset.relative_to(ROOT / "notebooks"))
     log(f"wrote {len(written)} Chinese notebooks under {BUILD.relative_to(ROOT)}/")
     return written
 
