@@ -306,14 +306,18 @@ def glossary_problems(po: polib.POFile, terms: dict[str, list[str]] | None = Non
     """Messages whose English uses a glossary term and whose translation lacks its Chinese form.
     A translation identical to the English (a citation kept as it is) is not checked."""
     terms = glossary() if terms is None else terms
+    longest_first = sorted(terms, key=len, reverse=True)
     problems = []
     for e in po.translated_entries():
         if e.msgstr == e.msgid:
             continue
-        for english, forms in terms.items():
-            pattern = r"(?<!\w)" + re.escape(english) + r"(?!\w)"
-            if re.search(pattern, e.msgid, flags=re.I) and not any(f in e.msgstr for f in forms):
-                problems.append(f"{where(e)}: '{english}' must be translated as {forms[0]}")
+        english_text = e.msgid
+        for english in longest_first:  # "leave-one-out" inside "leave-one-out cross-validation"
+            pattern = r"(?<!\w)" + re.escape(english) + r"(?!\w)"  # is the longer term's
+            if re.search(pattern, english_text, flags=re.I):
+                english_text = re.sub(pattern, "\0", english_text, flags=re.I)
+                if not any(f in e.msgstr for f in terms[english]):
+                    problems.append(f"{where(e)}: '{english}' must be translated as {terms[english][0]}")
     return problems
 
 

@@ -118,7 +118,10 @@ def test_glossary_check_names_the_message_and_the_term():
                             msgstr="每个询问都与每个键比较。", comment="cell m1, paragraph 3"))
     po.append(polib.POEntry(msgctxt="m1:4", msgid="*Attention Is All You Need.* (query)",
                             msgstr="*Attention Is All You Need.* (query)"))  # a citation kept as is
-    terms = {"query": ["查询"], "key": ["键"], "queries": ["x"]}
+    po.append(polib.POEntry(msgctxt="m1:5", msgid="Leave-one-out cross-validation picks the width.",
+                            msgstr="留一交叉验证选出宽度。"))  # the longer term, not also the shorter
+    terms = {"query": ["查询"], "key": ["键"], "queries": ["x"], "leave-one-out": ["留一法"],
+             "leave-one-out cross-validation": ["留一交叉验证"]}
     assert i18n.glossary_problems(po, terms) == [
         "m1:3 (cell m1, paragraph 3) \"Each query is compared with every key.\": "
         "'query' must be translated as 查询"
