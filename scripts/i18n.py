@@ -304,14 +304,15 @@ def glossary() -> dict[str, list[str]]:
 
 def glossary_problems(po: polib.POFile, terms: dict[str, list[str]] | None = None) -> list[str]:
     """Messages whose English uses a glossary term and whose translation lacks its Chinese form.
-    A translation identical to the English (a citation kept as it is) is not checked."""
+    Inline code and maths are not prose; a translation identical to the English (a citation kept
+    as it is) is not checked."""
     terms = glossary() if terms is None else terms
     longest_first = sorted(terms, key=len, reverse=True)
     problems = []
     for e in po.translated_entries():
         if e.msgstr == e.msgid:
             continue
-        english_text = e.msgid
+        english_text = re.sub(r"`[^`]*`|\$[^$]*\$", " ", e.msgid)  # code and maths are not prose
         for english in longest_first:  # "leave-one-out" inside "leave-one-out cross-validation"
             pattern = r"(?<!\w)" + re.escape(english) + r"(?!\w)"  # is the longer term's
             if re.search(pattern, english_text, flags=re.I):

@@ -120,6 +120,7 @@ def test_glossary_check_names_the_message_and_the_term():
                             msgstr="*Attention Is All You Need.* (query)"))  # a citation kept as is
     po.append(polib.POEntry(msgctxt="m1:5", msgid="Leave-one-out cross-validation picks the width.",
                             msgstr="留一交叉验证选出宽度。"))  # the longer term, not also the shorter
+    po.append(polib.POEntry(msgctxt="m1:6", msgid="Call `model.key(x)` on $key$.", msgstr="调用。"))
     terms = {"query": ["查询"], "key": ["键"], "queries": ["x"], "leave-one-out": ["留一法"],
              "leave-one-out cross-validation": ["留一交叉验证"]}
     assert i18n.glossary_problems(po, terms) == [
