@@ -418,7 +418,8 @@ def _dump(nb: dict) -> str:
 
 
 def generate(log=print) -> list[Path]:
-    """Write the Chinese notebooks and assignment sources under build/zh/; returns them."""
+    """Write the Chinese notebooks, assignment sources and the instructors' guide under build/zh/;
+    returns them."""
     written = []
     for source in sources():
         if source.kind != "notebook":
@@ -435,9 +436,18 @@ def generate(log=print) -> list[Path]:
         if not out.exists() or out.read_text(encoding="utf-8") != _dump(nb):
             out.write_text(_dump(nb), encoding="utf-8")
         written.append(out)
+    for source in sources():  # pages outside the site (the instructors' guide): build/zh/NAME.md
+        if source.kind == "page" and source.path.parent != ROOT / "book":
+            zh = translations(source)
+            text = translate_markdown(source.path.read_text(encoding="utf-8"),
+                                      lambda n, b, zh=zh: zh.get(str(n)))
+            out = BUILD / source.path.name
+            if not out.exists() or out.read_text(encoding="utf-8") != text:
+                out.write_text(text, encoding="utf-8")
+            written.append(out)
     for asset in build_book.chapter_assets():  # figures next to the notebooks
         _copy(asset, NOTEBOOKS_ZH / asset.relative_to(ROOT / "notebooks"))
-    log(f"wrote {len(written)} Chinese notebooks under {BUILD.relative_to(ROOT)}/")
+    log(f"wrote {len(written)} Chinese notebooks and pages under {BUILD.relative_to(ROOT)}/")
     return written
 
 
