@@ -111,8 +111,13 @@ execute: install
 	$(BIN)/python scripts/execute.py $(NB)
 
 # The Chinese notebooks (build/zh/notebooks, generated from the catalogues) run under nbval too.
+# Both sites are built first, so that the browser tests (two workers) find them up to date.
 test: install book-deps lint
 	$(BIN)/python scripts/i18n.py generate
+ifeq ($(PYTEST_ARGS),)
+	$(BIN)/python scripts/build_book.py
+	$(BIN)/python scripts/build_book.py --lang zh
+endif
 	$(BIN)/python -m pytest $(or $(PYTEST_ARGS),tests notebooks assignments/source build/zh/notebooks)
 
 # The catalogues of the Chinese edition (scripts/i18n.py, docs/translating.md).

@@ -471,6 +471,7 @@ def build(force: bool = False) -> Path:
 # --------------------------------------------------------------------------- Chinese edition
 SITE_ZH = SITE / "zh"
 STAGE_ZH = ROOT / "build" / "book-src-zh"
+STAGE_BASE = ROOT / "build" / "book-src-zh-base"  # the English tree the Chinese one starts from
 DOCTREES_ZH = ROOT / "build" / "book-doctrees-zh"
 SNAPSHOT = re.compile(
     r'<p class="widget-snapshot"><em>(.*?)</em>(?: at (.*?))?\. Run the notebook.*?</p>', re.S
@@ -495,10 +496,15 @@ def stage_zh() -> str:
     writes them) and the pages translated from the catalogues. Returns the Chinese title."""
     import i18n  # scripts/i18n.py
 
-    stage()
-    for f in STAGE.rglob("*"):
+    global STAGE
+    english_stage, STAGE = STAGE, STAGE_BASE  # the English tree, staged apart from build/book-src/
+    try:  # so that building both sites at once (two test workers) never shares a folder
+        stage()
+    finally:
+        STAGE = english_stage
+    for f in STAGE_BASE.rglob("*"):
         if f.is_file():
-            _write(STAGE_ZH / f.relative_to(STAGE), f.read_bytes())
+            _write(STAGE_ZH / f.relative_to(STAGE_BASE), f.read_bytes())
     by_id = i18n.all_translations()
     for path in chapters():
         nb = json.loads((i18n.NOTEBOOKS_ZH / path.name).read_text(encoding="utf-8"))
@@ -506,7 +512,7 @@ def stage_zh() -> str:
         _snapshot_zh(nb)
         _write(STAGE_ZH / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     for name in ("intro.md", "glossary.md", "references.md"):
-        text = (STAGE / name).read_text(encoding="utf-8")
+        text = (STAGE_BASE / name).read_text(encoding="utf-8")
         _write(STAGE_ZH / name, i18n.translate_page(text, by_id))
     title = re.search(r"^#\s+(.+)$", (STAGE_ZH / "intro.md").read_text(encoding="utf-8"), re.M)
     return title.group(1) if title else "Attention"
