@@ -534,6 +534,8 @@ def build_zh(force: bool = False) -> Path:
             "latex_individualpages": False,
             "language": "zh_CN",
             "html_title": title,
+            "nb_code_prompt_show": "显示代码",  # MyST-NB's toggle of hidden code (no zh_CN of its own)
+            "nb_code_prompt_hide": "隐藏代码",
         },
         doctreedir=DOCTREES_ZH,
         freshenv=force,
