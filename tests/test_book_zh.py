@@ -89,7 +89,7 @@ def test_chinese_page_renders_offline_in_chromium(page, server, browser):  # noq
     assert not report["brokenImages"] and report["widgetViews"] == 0, report
     if page.startswith("notebooks/"):
         english, _, _, _ = open_page(browser, f"{server}/{page}.html")
-        assert report["mjx"] == english["mjx"], "the Chinese page typesets other formulas than the English"
+        assert report["mjx"] >= english["mjx"], "the Chinese page lost formulas the English one typesets"
         assert report["images"] == english["images"] and report["snapshots"] == english["snapshots"]
 
 
