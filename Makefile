@@ -51,6 +51,7 @@ help:
 	@echo "  make format       ruff format attnlib/ and tests/, then ruff's safe fixes"
 	@echo "Measurements (rewrite committed files in results/):"
 	@echo "  make quality      train every translation model over 3 seeds -> results/quality.md"
+	@echo "                    (and attnlib/quality.json, the numbers chapters 4 and 7 quote)"
 	@echo "  make models       train the Transformers that ship with attnlib -> attnlib/pretrained/"
 	@echo "  make reproducibility  retrain them with other CPU kernels -> results/reproducibility.json"
 	@echo "  make bench        time attnlib against PyTorch and d2l -> results/bench.md"
@@ -64,6 +65,7 @@ help:
 	@echo "  make system-deps  apt-get chromium and fonts-wqy-zenhei for the website test (sudo unless root)"
 	@echo "  make execute      re-run every notebook in place (after changing attnlib: notebooks show its source)"
 	@echo "                    one chapter: make execute NB=notebooks/04_bahdanau_attention.ipynb"
+	@echo "  make dist         attnlib's sdist and wheel -> dist/ (offline), to run the book elsewhere (README)"
 	@echo "  make lock         re-resolve requirements.in into requirements.lock"
 	@echo "  make clean        remove $(VENV) and build outputs"
 
@@ -145,7 +147,8 @@ reproducibility: install
 	  $(BIN)/python scripts/reproducibility.py avx2
 	$(BIN)/python scripts/reproducibility.py native
 
-# Train every chapter's model (3 seeds) and write results/quality.md and .json: the generated corpus
+# Train every chapter's model (3 seeds) and write results/quality.md and attnlib/quality.json (the
+# measurements chapters 4 and 7 quote, shipped with attnlib): the generated corpus
 # about 10 min and the real sentences about 35 min of one CPU core, then d2l's 600-pair experiment.
 .PHONY: quality
 quality: install
@@ -174,6 +177,14 @@ grade: install
 	$(BIN)/python scripts/assignments.py grade $(SUBMISSIONS) --out build/grades --jobs $(JOBS) \
 	  $(if $(NO_SANDBOX),--no-sandbox,)
 
+# attnlib's sdist and wheel in dist/, with the standard `build` front end and the locked setuptools
+# (--no-isolation: nothing downloads). The wheel is built from the sdist, so the sdist is complete.
+.PHONY: dist
+dist: install
+	rm -rf dist
+	$(BIN)/python -m build --quiet --no-isolation --outdir dist .
+	@ls -l dist
+
 lock:
 	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
 	build/lock-venv/bin/python -m pip install --quiet --upgrade "pip>=24"
@@ -196,8 +207,9 @@ bench: install  ## time attnlib against PyTorch and d2l; writes results/bench.{j
 	$(BIN)/python -m bench
 
 # The book as an offline static website in build/book/ (scripts/build_book.py; checked in headless
-# Chromium by tests/test_book.py). book-deps fetches the pinned MathJax the site serves (once, from
-# the npm registry, hash-checked, kept in .venv) and looks for the system packages the browser test
+# Chromium by tests/test_book.py). book-deps fetches the pinned MathJax the site serves and the
+# pinned axe-core the browser test runs in every page (once, from the npm registry, hash-checked,
+# kept in .venv) and looks for the system packages the browser test
 # needs. It installs missing ones only when it runs as root (CI on a fresh Debian machine), saying
 # what and why first; otherwise it names them and `make system-deps`. It never calls sudo:
 # `make system-deps` does, when you ask for it.
@@ -222,7 +234,7 @@ book-deps: $(STAMP)
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs; \
 	else echo "note: missing $$pkgs ($$why). The book builds without them; to install them run" \
 	  "'make system-deps' (Debian/Ubuntu), or install Chrome/Chromium and set CHROME=/path/to/it."; fi
-	@$(BIN)/python scripts/build_book.py --mathjax-only >/dev/null
+	@$(BIN)/python scripts/build_book.py --deps-only >/dev/null
 
 system-deps:  ## install the system packages the browser test needs (Debian/Ubuntu; sudo unless root)
 	@$(MISSING_PKGS); \

@@ -11,6 +11,8 @@ chapter                 module
 7 the Transformer       :mod:`attnlib.transformer`
 4-7 translation         :mod:`attnlib.data` (generated corpus), :mod:`attnlib.training`,
                         :mod:`attnlib.decoding`, :mod:`attnlib.metrics`, :mod:`attnlib.presets`
+8 beyond translation    :mod:`attnlib.lm`, :mod:`attnlib.vit`, :mod:`attnlib.snail`
+9 attention at scale    :mod:`attnlib.efficient` (blockwise, windows, linear attention, ALiBi)
 (all)                   :mod:`attnlib.recording` (weights for heatmaps),
                         :mod:`attnlib.plotting`, :mod:`attnlib.device`
 ======================  ===================================================
@@ -120,4 +122,25 @@ __all__ += [  # chapter 8
     "CausalBlock", "DecoderOnlyLM", "NGramLM", "next_token_probs", "sample",
     "SNAIL", "AttentionBlock", "CausalConv1d", "CausalTransformerTagger", "TCBlock",
     "ViT", "PatchEmbedding", "attention_rollout", "patchify", "unpatchify",
+]
+
+from .efficient import (  # noqa: E402
+    ALiBiAttention,
+    EfficientLM,
+    KeyValueMemory,
+    WindowKVCache,
+    alibi_bias,
+    alibi_slopes,
+    attention_pattern,
+    blockwise_attention,
+    kept_positions,
+    linear_attention,
+    linear_attention_recurrent,
+    sliding_window_mask,
+)
+
+__all__ += [  # chapter 9
+    "ALiBiAttention", "EfficientLM", "KeyValueMemory", "WindowKVCache", "alibi_bias", "alibi_slopes",
+    "attention_pattern", "blockwise_attention", "kept_positions", "linear_attention",
+    "linear_attention_recurrent", "sliding_window_mask",
 ]

@@ -185,3 +185,12 @@ def check_lengths(name: str, lens: torch.Tensor, low: int, high: int) -> None:
     if lens.is_floating_point():
         check_values(lens == lens.round(), lambda: f"{name} must hold whole numbers")
     check_values((lens >= low) & (lens <= high), lambda: f"{name} must lie in [{low}, {high}]")
+
+
+def check_rows(index, batch_size: int) -> None:
+    """``index`` (of ``reorder_state``, beam search): a 1-D integer tensor of batch rows in
+    ``[0, batch_size)``; negative rows, which torch would wrap around, are refused."""
+    check_tensor("index", index, 1, "(new_batch,) of batch rows")
+    if index.is_floating_point() or index.dtype == torch.bool:
+        raise TypeError(f"index must hold integer batch rows, got dtype {index.dtype}")
+    check_lengths("index", index, 0, batch_size - 1)

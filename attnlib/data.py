@@ -42,7 +42,9 @@ seen in training.
 from __future__ import annotations
 
 import collections
+import numbers
 import operator
+import os
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -50,7 +52,7 @@ from pathlib import Path
 
 import torch
 
-from ._checks import check_int
+from ._checks import check_int, check_number
 
 # ----------------------------------------------------------------------------- pairs
 
@@ -69,6 +71,10 @@ class Pair:
     align: tuple[tuple[int, ...], ...]
 
     def __post_init__(self):
+        for name, tokens in (("src", self.src), ("tgt", self.tgt)):
+            if not isinstance(tokens, tuple):
+                raise TypeError(f"a Pair's {name} must be a tuple of tokens (str), got {tokens!r}: "
+                                f"e.g. tuple('go .'.split())")
         if not self.src or not self.tgt:
             raise ValueError(f"a Pair needs a non-empty source and target, got src={self.src!r}, "
                              f"tgt={self.tgt!r}")
@@ -87,6 +93,25 @@ class Pair:
     @property
     def tgt_text(self) -> str:
         return " ".join(self.tgt)
+
+
+def _iterable(name: str, items, what: str, hint: str = ""):
+    """``items`` if it is an iterable other than a lone string (which would be read as its letters)."""
+    if isinstance(items, str):
+        raise TypeError(f"{name} must be {what}, not a string: split it first, e.g. {items!r}.split()")
+    if not isinstance(items, Iterable):
+        raise TypeError(f"{name} must be {what}, got {type(items).__name__}{hint}")
+    return items
+
+
+def _strings(name: str, items, what: str = "a list of strings") -> list[str]:
+    """``items`` (an iterable of ``str``) as a list; anything else gets a ``TypeError`` naming it."""
+    items = list(_iterable(name, items, what))
+    if not set(map(type, items)) <= {str}:  # one fast pass; then look for the culprit
+        bad = next((i for i, x in enumerate(items) if not isinstance(x, str)), None)
+        if bad is not None:
+            raise TypeError(f"{name}[{bad}] must be a str, got {type(items[bad]).__name__} {items[bad]!r}")
+    return items
 
 
 # ----------------------------------------------------------------------------- lexicon
@@ -455,6 +480,18 @@ def generate_pairs(num_pairs: int = 6000, seed: int = 0) -> list[Pair]:
 # ----------------------------------------------------------------------------- splits
 
 
+def check_pairs(name: str, pairs) -> list[Pair]:
+    """``pairs``, an iterable of :class:`Pair` (a generator is read once, here), as a list."""
+    what = "a list of Pair (from generate_pairs or load_fra_eng)"
+    if isinstance(pairs, str) or not isinstance(pairs, Iterable):
+        raise TypeError(f"{name} must be {what}, got {type(pairs).__name__}")
+    pairs = list(pairs)
+    for i, p in enumerate(pairs):
+        if not isinstance(p, Pair):
+            raise TypeError(f"{name}[{i}] must be a Pair, got {type(p).__name__}: {name} must be {what}")
+    return pairs
+
+
 def _content_words(src: Sequence[str]) -> list[str]:
     return sorted({w for w in src if w not in FUNCTION_WORDS})
 
@@ -470,6 +507,7 @@ def _cooccurring(pairs: Iterable[Pair]) -> set[tuple[str, str]]:
 def novel_pair_fraction(test: Sequence[Pair], train: Sequence[Pair]) -> float:
     """Share of ``test`` sentences with two content words that never occur together in a
     ``train`` source sentence (content words: not in :data:`FUNCTION_WORDS`)."""
+    test, train = check_pairs("test", test), check_pairs("train", train)
     if not test:
         raise ValueError("test must contain at least one pair")
     seen = _cooccurring(train)
@@ -500,8 +538,11 @@ def split_pairs(pairs: Sequence[Pair], val_frac: float = 0.1, test_frac: float =
     remaining sentences are shuffled with ``seed`` and cut by the fractions. Pairs sharing a
     source sentence (``fra.txt`` has several translations of ``go .``) stay together.
     """
+    pairs = check_pairs("pairs", pairs)
     if not pairs:
         raise ValueError("pairs is empty")
+    check_number("val_frac", val_frac)
+    check_number("test_frac", test_frac)
     if not (0 < val_frac < 1 and 0 < test_frac < 1 and val_frac + test_frac < 1):
         raise ValueError(f"need 0 < val_frac, test_frac and val_frac + test_frac < 1, "
                          f"got {val_frac}, {test_frac}")
@@ -533,6 +574,9 @@ def length_buckets(pairs: Iterable[Pair], edges: Sequence[int] = (2, 6, 10, 13)
     """Group pairs by source length: edges ``(2, 6, 10, 13)`` give buckets ``'2-5'``,
     ``'6-9'``, ``'10-12'``, ``'13+'`` (every bucket is present, maybe empty; shorter
     sentences than ``edges[0]`` are dropped)."""
+    pairs = check_pairs("pairs", pairs)
+    if not isinstance(edges, (list, tuple, range)) or not all(isinstance(e, int) for e in edges):
+        raise TypeError(f"edges must be a list of increasing positive ints, got {edges!r}")
     edges = list(edges)
     if not edges or edges != sorted(set(edges)) or edges[0] < 1:
         raise ValueError(f"edges must be increasing positive ints, got {edges}")
@@ -559,17 +603,16 @@ class Vocab:
     def __init__(self, tokens: Iterable = (), min_freq: int = 0,
                  reserved_tokens: Sequence[str] | None = None):
         check_int("min_freq", min_freq, minimum=0)
-        for name, x in (("tokens", tokens), ("reserved_tokens", reserved_tokens)):
-            if isinstance(x, str):
-                what = "a list of tokens or of token lists" if name == "tokens" else "a list of strings"
-                raise TypeError(f"{name} must be {what}, not a string: split it first, e.g. "
-                                f"{x!r}.split()")
-        tokens = list(tokens)
+        what = "a list of tokens or of token lists"
+        tokens = list(_iterable("tokens", tokens, what, ": pass [] for the special tokens only"))
         if tokens and not isinstance(tokens[0], str):  # a list of sentences: flatten
-            tokens = [t for line in tokens for t in line]
-        counter = collections.Counter(tokens)
+            _iterable("tokens[0]", tokens[0], "a token (str) or a list of tokens")
+            tokens = [t for i, line in enumerate(tokens)
+                      for t in _strings(f"tokens[{i}]", line, "a list of tokens, like tokens[0]")]
+        counter = collections.Counter(_strings("tokens", tokens, what))
         self.token_freqs = sorted(counter.items(), key=lambda x: (-x[1], x[0]))
-        front = list(SPECIAL_TOKENS) + [t for t in (reserved_tokens or []) if t not in SPECIAL_TOKENS]
+        reserved = [] if reserved_tokens is None else _strings("reserved_tokens", reserved_tokens)
+        front = list(SPECIAL_TOKENS) + [t for t in reserved if t not in SPECIAL_TOKENS]
         rest = sorted(t for t, f in counter.items() if f >= min_freq and t not in front)
         self.idx_to_token = front + rest
         self.token_to_idx = {t: i for i, t in enumerate(self.idx_to_token)}
@@ -619,6 +662,9 @@ def truncate_pad(ids: Sequence[int], num_steps: int, pad: int) -> list[int]:
     check_int("pad", pad, minimum=0)
     if isinstance(ids, str):
         raise TypeError(f"ids must be a sequence of ints, not a string, got {ids!r}")
+    if not isinstance(ids, Sequence) or not all(isinstance(i, numbers.Integral) for i in ids):
+        got = type(ids).__name__ if not isinstance(ids, Sequence) else f"{ids!r}"
+        raise TypeError(f"ids must be a sequence of ints (token ids), got {got}")
     ids = list(ids)
     return ids[:num_steps] + [pad] * (num_steps - len(ids))
 
@@ -626,11 +672,13 @@ def truncate_pad(ids: Sequence[int], num_steps: int, pad: int) -> list[int]:
 # ----------------------------------------------------------------------------- data module
 
 
-def _tokens(sentence) -> tuple[str, ...]:
+def _tokens(sentence, name: str = "sentence") -> tuple[str, ...]:
     """A string (split on spaces, like d2l) or a sequence of tokens -> a tuple of tokens."""
     if isinstance(sentence, str):
         return tuple(t for t in sentence.split(" ") if t)
-    return tuple(sentence)
+    if not isinstance(sentence, Sequence):
+        raise TypeError(f"{name} must be a string or a sequence of tokens, got {type(sentence).__name__}")
+    return tuple(_strings(name, sentence))
 
 
 class TranslationData:
@@ -652,17 +700,7 @@ class TranslationData:
         if not isinstance(num_steps, int) or num_steps < 2:
             raise ValueError(f"num_steps must be an int >= 2, got {num_steps!r}")
         self.batch_size, self.num_steps, self.seed, self.truncate = batch_size, num_steps, seed, truncate
-        if pairs is not None:
-            kind = type(pairs).__name__
-            try:  # a generator is read once, here
-                pairs = None if isinstance(pairs, str) else list(pairs)
-            except TypeError:  # not iterable
-                pairs = None
-            if pairs is None or not all(isinstance(p, Pair) for p in pairs):
-                raise TypeError(f"pairs must be a list of Pair (from generate_pairs or load_fra_eng), "
-                                f"got {kind}")
-        else:
-            pairs = generate_pairs(num_pairs, seed)
+        pairs = generate_pairs(num_pairs, seed) if pairs is None else check_pairs("pairs", pairs)
         self.train, self.val, self.test = self._split(pairs, val_frac, test_frac, seed)
         self.src_vocab = Vocab([p.src for p in self.train], min_freq=min_freq)
         self.tgt_vocab = Vocab([p.tgt for p in self.train], min_freq=min_freq)
@@ -694,11 +732,20 @@ class TranslationData:
         ``(n, num_steps)``; ``src_valid_len`` ``(n,)``: non-pad tokens of ``src``. On the CPU,
         or on ``device`` (a model's) when given.
         """
+        if isinstance(pairs, str) or not isinstance(pairs, Sequence):
+            raise TypeError("pairs must be a list of Pair or of (source, target) sentence pairs, got "
+                            f"{type(pairs).__name__}")
         if len(pairs) == 0:
             raise ValueError("build needs at least one pair")
         srcs, tgts = [], []
-        for p in pairs:
-            s, t = (p.src, p.tgt) if isinstance(p, Pair) else map(_tokens, p)
+        for i, p in enumerate(pairs):
+            if isinstance(p, Pair):
+                s, t = p.src, p.tgt
+            elif isinstance(p, (tuple, list)) and len(p) == 2:
+                s, t = (_tokens(x, f"pairs[{i}]") for x in p)
+            else:
+                raise TypeError(f"pairs[{i}] must be a Pair or a (source, target) pair of sentences, "
+                                f"got {type(p).__name__} {p!r}")
             srcs.append(self._ids(s, self.src_vocab, "source"))
             tgts.append(self._ids(t, self.tgt_vocab, "target", bos=True))
         src = torch.tensor(srcs, dtype=torch.int64)                       # (n, num_steps)
@@ -733,9 +780,6 @@ class TranslationData:
         """One source sentence (a string split on spaces, or tokens) -> ``src`` ``(1, num_steps)``
         and ``src_valid_len`` ``(1,)``, on ``device`` (a model's) or the CPU. Tokens not in
         ``src_vocab`` become ``<unk>``."""
-        if not isinstance(sentence, (str, Sequence)):
-            raise TypeError("sentence must be a string or a sequence of tokens, got "
-                            f"{type(sentence).__name__}")
         ids = self._ids(_tokens(sentence), self.src_vocab, "source")
         src = torch.tensor([ids], dtype=torch.int64, device=device)       # (1, num_steps)
         return src, (src != self.src_vocab.pad).sum(dim=1)                # (1,)
@@ -783,6 +827,9 @@ def load_fra_eng(path=None, max_pairs: int | None = None) -> list[Pair]:
     holds empty tuples. Nothing is ever downloaded.
     """
     _check_max_pairs(max_pairs)
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path (a str or pathlib.Path) or None for the shipped "
+                        f"file, got {type(path).__name__} {path!r}")
     path = TATOEBA_FRA_ENG if path is None else Path(path)
     if not path.is_file():
         raise FileNotFoundError(
@@ -813,6 +860,9 @@ def load_fra_eng(path=None, max_pairs: int | None = None) -> list[Pair]:
     except UnicodeDecodeError as e:
         raise ValueError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start} of a line); "
                          "expected one 'English<TAB>French' pair a line") from None
+    if not pairs:
+        raise ValueError(f"{path} holds no sentence pairs (it is empty, or blank lines only): "
+                         "expected one 'English<TAB>French' pair a line, as in d2l's fra.txt")
     return pairs
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ._checks import check_number, module_device
+from ._checks import check_bool, check_number, module_device
 from .recording import record_attention
 from .training import check_compatible, torch_threads
 
@@ -211,12 +211,18 @@ def _as_list(sentences) -> tuple[list, bool]:
         return [sentences], True  # a tuple of tokens
     if not sentences:
         raise ValueError(f"expected a sentence or a non-empty list of sentences, got {sentences!r}")
+    for i, s in enumerate(sentences):
+        if not (isinstance(s, str) or isinstance(s, Sequence) and all(isinstance(t, str) for t in s)):
+            raise TypeError(f"sentences[{i}] must be a sentence (a string or a list of tokens), got "
+                            f"{type(s).__name__} {s!r}")
     return list(sentences), False
 
 
-def _setup(model, data, sentences, max_len) -> tuple[list, bool, int, torch.device]:
-    """Check the arguments every decoding function shares; the model's device."""
+def _setup(model, data, sentences, max_len, **flags) -> tuple[list, bool, int, torch.device]:
+    """Check the arguments every decoding function shares (``flags``: bools); the model's device."""
     check_compatible(model, data)
+    for name, flag in flags.items():
+        check_bool(name, flag)
     if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool)
                                 or max_len < 1):
         raise ValueError(f"max_len must be a positive int or None, got {max_len!r}")
@@ -246,7 +252,8 @@ def greedy_decode(model: nn.Module, data, sentences, max_len: int | None = None,
     sentence, a list of them for a list. ``need_weights=False`` skips the attention
     weights (faster: the fused attention kernels stay on).
     """
-    items, single, max_len, device = _setup(model, data, sentences, max_len)
+    items, single, max_len, device = _setup(model, data, sentences, max_len, use_cache=use_cache,
+                                            need_weights=need_weights)
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     bos, eos, _ = _specials(data)
@@ -266,7 +273,8 @@ def greedy_decode(model: nn.Module, data, sentences, max_len: int | None = None,
 def beam_search(model: nn.Module, data, sentences, beam_size: int = 4, max_len: int | None = None,
                 length_penalty: float = 0.6, *, use_cache: bool = True, need_weights: bool = True):
     """Translate with beam search (see :func:`beam_search_ids`); returns like :func:`greedy_decode`."""
-    items, single, max_len, device = _setup(model, data, sentences, max_len)
+    items, single, max_len, device = _setup(model, data, sentences, max_len, use_cache=use_cache,
+                                            need_weights=need_weights)
     if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
     check_number("length_penalty", length_penalty)

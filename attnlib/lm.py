@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_int, check_number, check_positive, check_tensor, module_device
+from ._checks import check_bool, check_int, check_number, check_positive, check_tensor, module_device
 from .data import TATOEBA_FRA_ENG, Vocab, _preprocess
 from .multihead import KVCache
 from .positional import LearnedPositionalEmbedding
@@ -80,14 +80,29 @@ class DecoderOnlyLM(nn.Module):
 
     def forward(self, X: torch.Tensor, caches: list[KVCache] | None = None) -> torch.Tensor:
         check_token_ids("X", X, self.vocab_size, module_device(self))
-        if caches is not None and len(caches) != len(self.blks):
-            raise ValueError(f"caches must hold one KVCache per block ({len(self.blks)}), "
-                             f"got {len(caches)}")
+        if caches is not None:
+            check_caches(caches, len(self.blks))
         offset = len(caches[0]) if caches else 0  # tokens already cached
         H = _embed(self.embedding, self.pos_embedding, X, offset)  # (batch, steps, num_hiddens)
         for i, blk in enumerate(self.blks):
             H = blk(H, None if caches is None else caches[i])  # (batch, steps, num_hiddens)
         return self.dense(self.ln(H))  # (batch, steps, vocab_size)
+
+
+def check_caches(caches, num_blks: int) -> None:
+    """``caches``: one self-attention :class:`KVCache` (not static) per block, as ``init_caches``."""
+    if not isinstance(caches, (list, tuple)):
+        raise TypeError(f"caches must be a list of KVCache (model.init_caches()) or None, got "
+                        f"{type(caches).__name__}")
+    if len(caches) != num_blks:
+        raise ValueError(f"caches must hold one KVCache per block ({num_blks}), got {len(caches)}")
+    for i, c in enumerate(caches):
+        if not isinstance(c, KVCache):
+            raise TypeError(f"caches[{i}] must be a KVCache, got {type(c).__name__}: build the caches "
+                            "with model.init_caches()")
+        if c.static:
+            raise ValueError(f"caches[{i}] is a static KVCache (for encoder-decoder attention), which "
+                             "never grows: build the caches with model.init_caches()")
 
 
 def next_token_probs(logits: torch.Tensor, temperature: float = 1.0,
@@ -135,7 +150,9 @@ def sample(model: DecoderOnlyLM, prompt: torch.Tensor, num_new: int, temperature
         raise ValueError(f"temperature must be a number >= 0 (0: greedy), got {temperature!r}")
     if top_k is not None:
         check_int("top_k", top_k)
-    if stop is not None and (not isinstance(stop, int) or not 0 <= stop < model.vocab_size):
+    check_bool("use_cache", use_cache)
+    if stop is not None and (not isinstance(stop, int) or isinstance(stop, bool)
+                             or not 0 <= stop < model.vocab_size):
         raise ValueError(f"stop must be None or a token id in [0, {model.vocab_size - 1}], "
                          f"got {stop!r}")
     if prompt.shape[1] + num_new > model.max_len:
@@ -201,6 +218,7 @@ def encode_batch(sentences: Sequence[str], vocab: Vocab) -> torch.Tensor:
     Feed ``batch[:, :-1]`` and predict ``batch[:, 1:]``; padding comes only after a sentence
     ends, so with a causal mask no real position ever sees it.
     """
+    _check_sentences(sentences, nonempty=True)
     ids = [[vocab.bos] + vocab[list(s)] + [vocab.eos] for s in sentences]
     width = max(len(x) for x in ids)
     return torch.tensor([x + [vocab.pad] * (width - len(x)) for x in ids])  # (batch, width)
@@ -211,6 +229,7 @@ def lm_nll(model: nn.Module, sentences: Sequence[str], vocab: Vocab, batch_size:
            device=None) -> tuple[float, int]:
     """Total negative log-likelihood (nats) of every character and ``<eos>`` of ``sentences``
     given ``<bos>`` and the characters before it, and how many tokens that counts."""
+    _check_sentences(sentences, nonempty=True)
     model.eval()
     device = device or module_device(model)
     total, count = 0.0, 0
@@ -257,13 +276,15 @@ def train_lm(model: DecoderOnlyLM, sentences: Sequence[str], vocab: Vocab, num_s
 
 # --- the baseline ------------------------------------------------------------------------------
 
-def _check_sentences(sentences) -> None:
+def _check_sentences(sentences, nonempty: bool = False) -> None:
     """A list (or other sequence) of strings; a lone string would be read as its characters."""
     if isinstance(sentences, str) or not isinstance(sentences, Sequence):
         raise TypeError(f"sentences must be a list of strings, got {type(sentences).__name__}")
     for i, s in enumerate(sentences):
         if not isinstance(s, str):
             raise TypeError(f"sentences[{i}] must be a str, got {type(s).__name__}")
+    if nonempty and not sentences:
+        raise ValueError("sentences must hold at least one sentence, got an empty list")
 
 
 class NGramLM:
@@ -308,8 +329,6 @@ class NGramLM:
 
     def perplexity(self, sentences: Sequence[str]) -> float:
         """``exp`` of the mean per-character negative log-likelihood of ``sentences``."""
-        _check_sentences(sentences)
-        if not sentences:
-            raise ValueError("sentences must hold at least one sentence, got an empty list")
+        _check_sentences(sentences, nonempty=True)
         nll = [-self.log_prob(h, c) for s in sentences for h, c in self._events(s)]
         return math.exp(sum(nll) / len(nll))

@@ -20,9 +20,9 @@ from ._checks import (
     check_module_input,
     check_probability,
     check_qkv,
+    check_rows,
     check_size,
     check_tensor,
-    check_values,
 )
 from .positional import RotaryEmbedding
 from .recording import AttentionModule
@@ -60,6 +60,9 @@ class KVCache:
                 raise ValueError(f"this cache holds (batch, heads, head_dim) = {held}, but k has "
                                  f"{(k.shape[0], k.shape[1], k.shape[3])}: start a new KVCache for "
                                  "a new batch")
+            if (k.dtype, k.device) != (self.k.dtype, self.k.device):
+                raise ValueError(f"this cache holds {self.k.dtype} keys on {self.k.device}, but k is "
+                                 f"{k.dtype} on {k.device}: keep a model's dtype and device while it decodes")
             k = torch.cat((self.k, k), dim=2)  # (batch, heads, seen + new, head_dim)
             v = torch.cat((self.v, v), dim=2)  # (batch, heads, seen + new, head_dim)
         self.k, self.v = k, v
@@ -71,8 +74,7 @@ class KVCache:
             raise TypeError(f"index must be a torch.Tensor of batch rows, got {type(index).__name__}")
         picked = KVCache(self.static)
         if self.k is not None:
-            check_values(index < self.k.shape[0], lambda: f"index holds rows up to "
-                         f"{int(index.max())}, but the cache has batch size {self.k.shape[0]}")
+            check_rows(index, self.k.shape[0])
             picked.k, picked.v = self.k[index], self.v[index]
         return picked
 
@@ -93,24 +95,35 @@ class MultiHeadAttention(AttentionModule):
 
     ``cache``, a :class:`KVCache`, keeps the projected keys and values between calls
     (decoding one token at a time); the result equals one call on the whole sequence.
+
+    ``num_kv_heads`` (default ``num_heads``) key/value heads are shared by groups of
+    ``num_heads / num_kv_heads`` query heads: grouped-query attention (Ainslie et al., 2023),
+    multi-query attention (Shazeer, 2019) when it is 1. The cache then holds
+    ``num_kv_heads`` heads, a ``num_heads / num_kv_heads`` times smaller cache.
     """
 
     def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0,
                  bias: bool = False, *, query_size: int | None = None,
                  key_size: int | None = None, value_size: int | None = None,
-                 rope: RotaryEmbedding | None = None) -> None:
+                 rope: RotaryEmbedding | None = None, num_kv_heads: int | None = None) -> None:
         super().__init__()
+        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
         check_config(num_hiddens, num_heads, dropout, (query_size, key_size, value_size), rope)
+        check_kv_heads(num_heads, num_kv_heads)
         self.num_hiddens, self.num_heads, self.dropout = num_hiddens, num_heads, dropout
+        self.num_kv_heads = num_kv_heads
+        kv_hiddens = num_hiddens // num_heads * num_kv_heads  # head_dim per key/value head
         self.W_q = nn.Linear(query_size or num_hiddens, num_hiddens, bias=bias)
-        self.W_k = nn.Linear(key_size or num_hiddens, num_hiddens, bias=bias)
-        self.W_v = nn.Linear(value_size or num_hiddens, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(key_size or num_hiddens, kv_hiddens, bias=bias)
+        self.W_v = nn.Linear(value_size or num_hiddens, kv_hiddens, bias=bias)
         self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
         self.rope = rope
 
-    def transpose_qkv(self, X: torch.Tensor) -> torch.Tensor:
-        """Split the last axis into heads: ``(batch, n, num_hiddens) -> (batch, heads, n, head_dim)``."""
-        X = X.reshape(X.shape[0], X.shape[1], self.num_heads, -1)  # (batch, n, heads, head_dim)
+    def transpose_qkv(self, X: torch.Tensor, num_heads: int | None = None) -> torch.Tensor:
+        """Split the last axis into heads: ``(batch, n, num_hiddens) -> (batch, heads, n, head_dim)``
+        (``num_heads`` heads, default ``self.num_heads``)."""
+        heads = num_heads or self.num_heads
+        X = X.reshape(X.shape[0], X.shape[1], heads, -1)  # (batch, n, heads, head_dim)
         return X.transpose(1, 2)  # (batch, heads, n, head_dim)
 
     def transpose_output(self, X: torch.Tensor) -> torch.Tensor:
@@ -123,14 +136,19 @@ class MultiHeadAttention(AttentionModule):
         check_inputs(self, queries, keys, values, causal, cache)
         q = self.transpose_qkv(self.W_q(queries))  # (batch, heads, queries, head_dim)
         if cache is not None and cache.static and cache.k is not None:
-            k, v = cache.k, cache.v  # (batch, heads, keys, head_dim), projected on the first call
+            k, v = cache.k, cache.v  # (batch, kv heads, keys, head_dim), projected on the first call
         else:
-            k = self.transpose_qkv(self.W_k(keys))  # (batch, heads, new keys, head_dim)
-            v = self.transpose_qkv(self.W_v(values))  # (batch, heads, new keys, head_dim)
+            kv = self.num_kv_heads
+            k = self.transpose_qkv(self.W_k(keys), kv)  # (batch, kv heads, new keys, head_dim)
+            v = self.transpose_qkv(self.W_v(values), kv)  # (batch, kv heads, new keys, head_dim)
             if self.rope is not None:
                 k = self.rope(k, offset=0 if cache is None else len(cache))
             if cache is not None:
-                k, v = cache.append(k, v)  # (batch, heads, keys seen so far, head_dim)
+                k, v = cache.append(k, v)  # (batch, kv heads, keys seen so far, head_dim)
+        group = self.num_heads // self.num_kv_heads
+        if group > 1:  # each key/value head serves `group` query heads in a row
+            k = k.repeat_interleave(group, dim=1)  # (batch, heads, keys, head_dim)
+            v = v.repeat_interleave(group, dim=1)  # (batch, heads, keys, head_dim)
         b, nq, nk = queries.shape[0], queries.shape[1], k.shape[2]
         if nq > nk and (causal or self.rope is not None):
             raise ValueError(f"more queries ({nq}) than keys ({nk}): with causal=True or rope the "
@@ -162,6 +180,14 @@ def check_config(num_hiddens, num_heads, dropout, sizes, rope) -> None:
     if rope is not None and rope.dim != num_hiddens // num_heads:
         raise ValueError(f"rope.dim ({rope.dim}) must equal the head size num_hiddens / "
                          f"num_heads = {num_hiddens // num_heads}")
+
+
+def check_kv_heads(num_heads, num_kv_heads) -> None:
+    """``num_kv_heads`` key/value heads must split ``num_heads`` query heads into equal groups."""
+    check_int("num_kv_heads", num_kv_heads)
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_kv_heads ({num_kv_heads}) must divide num_heads ({num_heads}): "
+                         "each key/value head serves an equal group of query heads")
 
 
 def check_inputs(mha: MultiHeadAttention, queries, keys, values, causal, cache) -> None:

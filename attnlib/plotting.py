@@ -1,28 +1,35 @@
-"""Heatmaps of attention weights.
+"""Heatmaps of attention weights, in colours that read in greyscale.
 
 matplotlib is imported inside the function, so ``import attnlib`` stays light.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
 
 
 def show_heatmaps(matrices, xlabel: str = "Keys", ylabel: str = "Queries", titles=None,
-                  figsize=(2.5, 2.5), cmap: str = "viridis", *,
+                  figsize=(2.5, 2.5), cmap: str | None = None, *,
                   x_labels: Sequence[str] | None = None, y_labels: Sequence[str] | None = None,
-                  row_labels: Sequence[str] | None = None, vmin: float | None = 0.0,
-                  vmax: float | None = None, colorbar: bool = True):
-    """Draw a grid of heatmaps with one shared colour scale and one colour bar.
+                  row_labels: Sequence[str] | None = None, vmin: float | None = None,
+                  vmax: float | None = None, colorbar: bool = True, signed: bool | None = None,
+                  colorbar_label: str | None = None):
+    """Draw a grid of heatmaps with one shared colour scale and one labelled colour bar.
 
     ``matrices`` is ``(rows, cols, queries, keys)`` as in d2l (layers x heads,
     say); 2-D and 3-D inputs are treated as one row. ``x_labels``/``y_labels``
     put tokens on the axes, and the matrices are cropped to their lengths, so
     padding is hidden. ``titles`` label the columns, ``row_labels`` the rows.
-    The default colormap, viridis, is perceptually uniform and readable with
-    colour-blindness. Returns the figure; the notebook displays it once.
+
+    Colours read in greyscale and with colour-blindness. Magnitudes such as
+    attention weights get viridis, whose lightness grows with the value, on a
+    scale from 0 to the largest value. Signed values (``signed=True``, or by
+    default whenever an entry is negative) get the diverging RdBu_r centred on
+    0: white at 0, darker blue below and darker red above, on a scale symmetric
+    about 0. ``cmap``, ``vmin`` and ``vmax`` override these choices. The colour
+    bar is labelled ``colorbar_label`` (default "attention weight", or "value"
+    for signed data). Returns the figure; the notebook displays it once.
     """
     import matplotlib.pyplot as plt
 
@@ -50,8 +57,20 @@ def show_heatmaps(matrices, xlabel: str = "Keys", ylabel: str = "Queries", title
             raise ValueError(f"{name} has {len(labels)} entries; the matrices have {size} along that axis")
     nq = len(y_labels) if y_labels is not None else M.shape[2]
     nk = len(x_labels) if x_labels is not None else M.shape[3]
-    M = M[:, :, :nq, :nk]  # crop padding
-    vmax = float(M.nan_to_num(nan=-math.inf).max()) if vmax is None else vmax  # NaN cells stay blank
+    M = M[:, :, :nq, :nk]  # (rows, cols, nq, nk): padding cropped
+    finite = M[M.isfinite()]  # NaN cells (masked) stay blank and do not set the scale
+    finite = finite if finite.numel() else torch.zeros(1)
+    signed = bool((finite < 0).any()) if signed is None else signed
+    if signed:
+        limit = float(finite.abs().max())
+        cmap = "RdBu_r" if cmap is None else cmap
+        vmin, vmax = (-limit if vmin is None else vmin), (limit if vmax is None else vmax)
+    else:
+        cmap = "viridis" if cmap is None else cmap
+        vmin = min(0.0, float(finite.min())) if vmin is None else vmin
+        vmax = float(finite.max()) if vmax is None else vmax
+    if colorbar_label is None:
+        colorbar_label = "value" if signed else "attention weight"
     rows, cols = M.shape[:2]
     for name, labels, size, axis in (("titles", titles, cols, "columns"),
                                      ("row_labels", row_labels, rows, "rows")):
@@ -74,7 +93,7 @@ def show_heatmaps(matrices, xlabel: str = "Keys", ylabel: str = "Queries", title
             if titles is not None and i == 0:
                 ax.set_title(titles[j])
     if colorbar:
-        fig.colorbar(image, ax=axes, shrink=0.6)
+        fig.colorbar(image, ax=axes, shrink=0.6, label=colorbar_label)
     return fig
 
 

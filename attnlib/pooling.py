@@ -18,6 +18,8 @@ grid of widths by leave-one-out cross-validation.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import torch
 from torch import nn
 
@@ -103,6 +105,11 @@ def loo_cv_mse(x, y, kernel: str = "gaussian", widths=(1.0,)):
     kernels with a small width) predict 0, which the error then punishes.
     Returns a tensor ``(len(widths),)``.
     """
+    if isinstance(widths, (int, float)):
+        raise TypeError(f"widths must be a sequence of widths, got the number {widths!r}: "
+                        f"pass [{widths!r}]")
+    if isinstance(widths, str) or not isinstance(widths, Iterable):
+        raise TypeError(f"widths must be a sequence of widths, got {type(widths).__name__}")
     widths = list(widths)
     if not widths:
         raise ValueError("widths must hold at least one width, got an empty sequence")
@@ -149,6 +156,7 @@ class NWKernelRegression(AttentionModule):
         if values.shape != keys.shape:
             raise ValueError(f"values must match keys: keys {tuple(keys.shape)}, "
                              f"values {tuple(values.shape)}")
+        check_float("values", values)
         w = self.w if self.w is not None else self._w
         weights = kernel_weights(queries, keys, self.kernel, 1.0 / w.abs())  # (n, m)
         self._keep(weights.unsqueeze(0))  # (1, n, m): one "batch" of queries

@@ -1,17 +1,23 @@
-"""The book's recorded measurements: ``results/quality.json``, written by ``make quality``.
+"""The book's recorded measurements: ``attnlib/quality.json``, written by ``make quality``.
 
 Chapters 4 and 7 quote runs too long for a reading session (several seeds on 20,000 real
 pairs; d2l's own experiment with d2l's own code) from this file, and print them with the
-helpers below, so both chapters read the numbers the same way.
+helpers below, so both chapters read the numbers the same way. The file ships inside the
+package (package data), so a chapter opened anywhere attnlib is installed finds it;
+``results/quality.md`` is the same measurements as a report to read.
 """
 from __future__ import annotations
 
 import json
 import statistics
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
-#: Where ``make quality`` writes its measurements (the repository's ``results/`` folder).
-QUALITY_JSON = Path(__file__).resolve().parents[1] / "results" / "quality.json"
+#: The file name of the measurements, inside the package; ``make quality`` writes it.
+QUALITY_FILE = "quality.json"
+#: The shipped measurements (a path inside the installed package).
+QUALITY_JSON = files(__package__) / QUALITY_FILE
 
 #: How the tables name the run that used d2l 1.0.3's encoder, loop, decoding and BLEU.
 D2L_CODE = "d2l's code"
@@ -20,9 +26,9 @@ D2L_CODE = "d2l's code"
 D2L_BOOK = {"bahdanau": ("0.019-0.022", "5,141"), "transformer": ("0.030-0.033", "5,118")}
 
 
-def load_quality(path: str | Path = QUALITY_JSON) -> dict:
+def load_quality(path: str | Path | Traversable = QUALITY_JSON) -> dict:
     """The measurements of ``make quality`` as a dict (``"d2l"``, ``"real"``, ...)."""
-    path = Path(path)
+    path = Path(path) if isinstance(path, str) else path
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: run `make quality` to measure it")
     return json.loads(path.read_text(encoding="utf-8"))

@@ -75,7 +75,8 @@ def make_mask(valid_lens, batch_size: int, num_queries: int, num_keys: int, devi
                          f"({batch_size},), (batch, queries) = ({batch_size}, {num_queries}), "
                          "or a bool mask (batch, keys) / (batch, queries, keys)")
     check_lengths("valid_lens", valid_lens, 0, num_keys)
-    lens = valid_lens.reshape(batch_size, -1, 1)  # (batch, 1 or queries, 1)
+    per_query = valid_lens if valid_lens.dim() == 2 else valid_lens.unsqueeze(1)  # (batch, 1 or queries)
+    lens = per_query.unsqueeze(-1)  # (batch, 1 or queries, 1); no -1 to infer, so batch 0 works
     positions = torch.arange(num_keys, device=valid_lens.device)  # (keys,)
     return positions < lens  # (batch, 1 or queries, keys)
 
@@ -101,7 +102,8 @@ def masked_softmax(X: torch.Tensor, valid_lens=None) -> torch.Tensor:
     Masked keys get a weight of exactly 0, and a row whose keys are all masked
     gets all-zero weights (d2l fills with -1e6 and so spreads the row uniformly
     over padding; a fill of -inf would give NaN). Works in fp32, fp16 and bf16
-    (half precision is computed in float32 and cast back).
+    (half precision is computed in float32 and cast back). An empty batch (or no
+    queries, or no keys) gives an empty result of the same shape.
     """
     check_tensor("X", X, 3, "(batch, queries, keys)")
     check_float("X", X)
@@ -188,11 +190,12 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
     """
     if check:
         _check_sdp(queries, keys, values, mask, causal, dropout_p, scale)
+        check_bool("need_weights", need_weights)
     nq, nk = queries.shape[-2], keys.shape[-2]
+    if mask is not None and mask.dim() == 1:
+        mask = mask.unsqueeze(0)  # (1, keys): the same keys for every query
     if mask is not None:  # zero the keys and values that no query may see: padding garbage stays out
-        seen = mask.squeeze(-2) if mask.shape[-2] == 1 else mask.any(dim=-2)  # (..., keys)
-        seen = seen.unsqueeze(-1)  # (..., keys, 1)
-        keys, values = torch.where(seen, keys, 0.0), torch.where(seen, values, 0.0)
+        keys, values = zero_unseen(mask, keys, values)
     if causal and nq == 1:
         causal = False  # one new query (decoding with a cache) is the last position: it sees every key
     if causal and (mask is not None or nq != nk or need_weights):
@@ -215,8 +218,26 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
     scores = (queries.to(wide) * scale) @ keys.to(wide).transpose(-2, -1)  # (..., q, k)
     weights = softmax_with_mask(scores, mask)  # (..., q, k), float32 for half inputs
-    out = F.dropout(weights, dropout_p) @ values.to(wide)  # (..., q, d_v)
+    out = weighted_sum(F.dropout(weights, dropout_p), values.to(wide), mask)  # (..., q, d_v)
     return out.to(dtype), weights.to(dtype)
+
+
+def zero_unseen(mask: torch.Tensor, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Zero the key/value positions of ``xs (..., keys, d)`` that ``mask`` (True = attend,
+    broadcastable to ``(..., queries, keys)``) hides from every query: padding garbage (NaN, inf)
+    would otherwise leak, since a weight of 0 times NaN is NaN."""
+    seen = mask.any(dim=-2)  # (..., keys)
+    return tuple(torch.where(seen.unsqueeze(-1), x, 0.0) for x in xs)  # (..., keys, d) each
+
+
+def weighted_sum(weights: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """``weights (..., q, k) @ values (..., k, d_v)`` by the library's rule: a query that sees no
+    key gets exactly 0 (not ``0 * NaN`` from a value another query sees), and values no query
+    sees are ignored."""
+    if mask is None:
+        return weights @ values  # (..., q, d_v)
+    empty = ~mask.any(dim=-1, keepdim=True)  # (..., q, 1): queries with nothing to see
+    return (weights @ zero_unseen(mask, values)[0]).masked_fill(empty, 0.0)  # (..., q, d_v)
 
 
 class _ScoredAttention(AttentionModule):
@@ -246,7 +267,7 @@ class _ScoredAttention(AttentionModule):
         """Weights from ``scores`` and ``mask``, then their average of ``values``."""
         weights = softmax_with_mask(scores, mask)  # (batch, queries, keys)
         self._keep(weights)
-        return torch.bmm(self.dropout(weights), values)  # (batch, queries, value_size)
+        return weighted_sum(self.dropout(weights), values, mask)  # (batch, queries, value_size)
 
 
 class DotAttention(_ScoredAttention):
@@ -430,7 +451,7 @@ class HardAttention(DotAttention):
         if mask is not None:
             weights = weights * mask  # a fully masked row picks nothing
         self._keep(weights)
-        return torch.bmm(weights, values)  # (batch, queries, value_size)
+        return weighted_sum(weights, values, mask)  # (batch, queries, value_size)
 
 
 def _linear(in_features: int | None, out_features: int) -> nn.Module:

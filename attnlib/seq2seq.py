@@ -31,8 +31,11 @@ from ._checks import (
     check_device,
     check_int,
     check_lengths,
+    check_module_input,
     check_nonempty,
     check_probability,
+    check_rows,
+    check_same,
     check_tensor,
     check_values,
     module_device,
@@ -82,6 +85,42 @@ def check_sizes(dropout: float = 0.0, **sizes) -> None:
     for name, value in sizes.items():
         check_int(name, value)
     check_probability("dropout", dropout)
+
+
+def unpack_encoder_outputs(enc_all_outputs) -> tuple[torch.Tensor, torch.Tensor]:
+    """A :class:`Seq2SeqEncoder`'s ``(outputs (steps, batch, h), state (layers, batch, h))``."""
+    if not (isinstance(enc_all_outputs, (tuple, list)) and len(enc_all_outputs) == 2):
+        got = (f"a tensor of shape {tuple(enc_all_outputs.shape)} (a Transformer encoder's output?)"
+               if isinstance(enc_all_outputs, torch.Tensor) else type(enc_all_outputs).__name__)
+        raise TypeError(f"enc_all_outputs must be the (outputs, state) pair a Seq2SeqEncoder returns, "
+                        f"got {got}: pair a GRU decoder with a Seq2SeqEncoder")
+    outputs, hidden = enc_all_outputs
+    check_tensor("enc_all_outputs[0]", outputs, 3, "(steps, batch, num_hiddens)")
+    check_tensor("enc_all_outputs[1]", hidden, 3, "(num_layers, batch, num_hiddens)")
+    return outputs, hidden
+
+
+def check_gru_state(decoder: nn.Module, state, names: tuple[str, ...]) -> None:
+    """``state`` is the list ``names`` (``[context or enc_outputs, hidden, ...]``, as ``init_state``
+    builds it) and fits ``decoder.rnn``: ``hidden (num_layers, batch, num_hiddens)``, the first
+    entry ending in ``num_hiddens``, one batch size, the GRU's dtype and device. Metadata only."""
+    if not isinstance(state, (list, tuple)) or len(state) != len(names):
+        got = f"a list of {len(state)}" if isinstance(state, (list, tuple)) else type(state).__name__
+        raise TypeError(f"state must be the list [{', '.join(names)}] that init_state returns, got {got}")
+    rnn, first, hidden = decoder.rnn, state[0], state[1]
+    layers, h = rnn.num_layers, rnn.hidden_size
+    check_tensor("state[1] (hidden)", hidden, 3, f"(num_layers, batch, num_hiddens) = ({layers}, batch, {h})")
+    ndim, what = {"context": (2, f"(batch, {h})"), "enc_outputs": (3, f"(batch, src_steps, {h})")}[names[0]]
+    check_tensor(f"state[0] ({names[0]})", first, ndim, what)
+    if hidden.shape[0] != layers or hidden.shape[2] != h or first.shape[-1] != h:
+        raise ValueError(f"the state holds {names[0]} {tuple(first.shape)} and hidden {tuple(hidden.shape)}, "
+                         f"but this decoder's GRU has num_layers={layers} and num_hiddens={h}: build the "
+                         "encoder with the decoder's num_hiddens and num_layers")
+    if first.shape[0] != hidden.shape[1]:
+        raise ValueError(f"the state's {names[0]} {tuple(first.shape)} and hidden {tuple(hidden.shape)} "
+                         "disagree on the batch size: build the state with init_state")
+    check_same(f"state[0] ({names[0]}) and state[1] (hidden)", first, hidden)
+    check_module_input(rnn, "state[1] (hidden)", hidden)
 
 
 class Encoder(nn.Module):
@@ -242,11 +281,16 @@ class Seq2SeqDecoder(Decoder):
         self.dense = nn.Linear(num_hiddens, vocab_size)
         self.apply(init_seq2seq)
 
+    state_names = ("context", "hidden")
+
     def init_state(self, enc_all_outputs, *args):
-        _, hidden = enc_all_outputs
-        return [hidden[-1], hidden]  # (batch, num_hiddens), (layers, batch, num_hiddens)
+        _, hidden = unpack_encoder_outputs(enc_all_outputs)
+        state = [hidden[-1], hidden]  # (batch, num_hiddens), (layers, batch, num_hiddens)
+        check_gru_state(self, state, self.state_names)
+        return state
 
     def forward(self, X, state):
+        check_gru_state(self, state, self.state_names)
         context, hidden = state
         self.check_input(X, hidden.shape[1])
         embs = self.embedding(X.t())  # (steps, batch, embed_size)
@@ -256,6 +300,8 @@ class Seq2SeqDecoder(Decoder):
         return logits, [state[0], hidden]
 
     def reorder_state(self, state, index):
+        check_gru_state(self, state, self.state_names)
+        check_rows(index, state[1].shape[1])
         return [state[0][index], state[1][:, index]]
 
 
@@ -286,11 +332,16 @@ class Seq2SeqAttentionDecoder(Decoder):
         self.dense = nn.Linear(num_hiddens, vocab_size)
         self.apply(init_seq2seq)
 
+    state_names = ("enc_outputs", "hidden", "enc_valid_lens")
+
     def init_state(self, enc_all_outputs, enc_valid_lens=None):
-        outputs, hidden = enc_all_outputs
-        return [outputs.transpose(0, 1), hidden, enc_valid_lens]  # batch first for attention
+        outputs, hidden = unpack_encoder_outputs(enc_all_outputs)
+        state = [outputs.transpose(0, 1), hidden, enc_valid_lens]  # batch first for attention
+        check_gru_state(self, state, self.state_names)
+        return state
 
     def forward(self, X, state):
+        check_gru_state(self, state, self.state_names)
         enc_outputs, hidden, enc_valid_lens = state
         self.check_input(X, enc_outputs.shape[0])
         embs = self.embedding(X.t())  # (steps, batch, embed_size)
@@ -309,6 +360,8 @@ class Seq2SeqAttentionDecoder(Decoder):
         return logits, [enc_outputs, hidden, enc_valid_lens]
 
     def reorder_state(self, state, index):
+        check_gru_state(self, state, self.state_names)
+        check_rows(index, state[1].shape[1])
         enc_outputs, hidden, lens = state
         return [enc_outputs[index], hidden[:, index], None if lens is None else lens[index]]
 
@@ -347,11 +400,13 @@ class LuongAttentionDecoder(Decoder):
         self.dense = nn.Linear(num_hiddens, vocab_size)
         self.apply(init_seq2seq)
 
+    state_names = Seq2SeqAttentionDecoder.state_names
     init_state = Seq2SeqAttentionDecoder.init_state
     reorder_state = Seq2SeqAttentionDecoder.reorder_state
     cross_attentions = Seq2SeqAttentionDecoder.cross_attentions
 
     def forward(self, X, state):
+        check_gru_state(self, state, self.state_names)
         enc_outputs, hidden, enc_valid_lens = state
         self.check_input(X, enc_outputs.shape[0])
         embs = self.embedding(X.t())  # (steps, batch, embed_size)

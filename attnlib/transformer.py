@@ -16,7 +16,14 @@ import math
 import torch
 from torch import nn
 
-from ._checks import check_device, check_float, check_int, check_probability, check_tensor
+from ._checks import (
+    check_device,
+    check_float,
+    check_int,
+    check_probability,
+    check_rows,
+    check_tensor,
+)
 from .multihead import KVCache, MultiHeadAttention
 from .positional import PositionalEncoding
 from .seq2seq import Decoder, Encoder, check_token_ids
@@ -122,7 +129,7 @@ class TransformerDecoderBlock(nn.Module):
         self.addnorm3 = AddNorm(num_hiddens, dropout, pre_norm)
 
     def forward(self, X: torch.Tensor, state: list):
-        check_state(state)
+        check_state(state, self.i)
         enc_outputs, enc_valid_lens, caches = state
         self_cache, cross_cache = caches[self.i] or (None, None)
 
@@ -137,13 +144,29 @@ class TransformerDecoderBlock(nn.Module):
         return self.addnorm3.residual(Z, self.ffn), state  # (batch, steps, num_hiddens)
 
 
-def check_state(state) -> None:
-    if not isinstance(state, (list, tuple)):
+SPENT = "spent: a decoder call moved these caches into the state it returned"
+"""What a :class:`TransformerDecoder` call leaves in ``state[2]`` of the state it was given."""
+
+
+def check_state(state, blk: int = 0) -> None:
+    """d2l's decoder state ``[enc_outputs, enc_valid_lens, caches]`` with a cache entry for block
+    ``blk``, and not :data:`SPENT`: feeding a state twice would continue its caches."""
+    if not isinstance(state, list):
         raise TypeError("state must be a list [enc_outputs, enc_valid_lens, caches], got "
                         f"{type(state).__name__}: build it with decoder.init_state")
     if len(state) != 3:
         raise ValueError("state must be a list [enc_outputs, enc_valid_lens, caches], got a list "
                          f"of {len(state)}: build it with decoder.init_state")
+    if state[2] is SPENT:
+        raise ValueError("state was already fed to the decoder, whose key/value caches it no longer "
+                         "holds: pass the state that call returned to continue the same prefix, or "
+                         "call init_state again to start a new one")
+    check_tensor("state[0] (enc_outputs)", state[0], 3, "(batch, src_steps, num_hiddens)")
+    caches = state[2]
+    if not isinstance(caches, list) or len(caches) <= blk:
+        got = f"a list of {len(caches)}" if isinstance(caches, list) else type(caches).__name__
+        raise ValueError(f"state[2] must list a cache pair (or None) per decoder block, {blk + 1} or "
+                         f"more, got {got}: build the state with this decoder's init_state")
 
 
 def check_features(name: str, X, size: int) -> None:
@@ -211,7 +234,9 @@ class TransformerDecoder(Decoder):
     The key/value caches make incremental decoding exact: feeding a prefix one token per
     call gives the same logits as feeding it whole, because positions continue from the
     number of tokens already cached (``PositionalEncoding(..., offset=)``) and each block
-    attends over everything it has seen. Start from a fresh ``init_state`` for every new prefix.
+    attends over everything it has seen. Each call returns the next state and marks the one
+    it was given :data:`SPENT`, so a state fed twice (a second prefix, or a forgotten
+    ``state = ...``) is refused instead of silently continuing: start each prefix from ``init_state``.
     """
 
     def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
@@ -233,6 +258,11 @@ class TransformerDecoder(Decoder):
     def init_state(self, enc_outputs: torch.Tensor, enc_valid_lens=None, *args) -> list:
         check_tensor("enc_outputs", enc_outputs, 3, f"(batch, src_steps, {self.num_hiddens})")
         check_device("enc_outputs", enc_outputs, self.embedding.weight.device)
+        check_float("enc_outputs", enc_outputs)
+        if enc_outputs.shape[-1] != self.num_hiddens:
+            raise ValueError(f"enc_outputs has last dim {enc_outputs.shape[-1]} (shape "
+                             f"{tuple(enc_outputs.shape)}), but this decoder has num_hiddens="
+                             f"{self.num_hiddens}: build the encoder with the same num_hiddens")
         if enc_valid_lens is not None:
             check_tensor("enc_valid_lens", enc_valid_lens, 1, "(batch,)")
             if enc_valid_lens.shape[0] != enc_outputs.shape[0]:
@@ -242,16 +272,20 @@ class TransformerDecoder(Decoder):
         return [enc_outputs, enc_valid_lens, caches]
 
     def forward(self, X: torch.Tensor, state: list):
-        check_state(state)
+        check_state(state, self.num_blks - 1)
         self.check_input(X, state[0].shape[0])
         offset = len(state[2][0][0]) if state[2][0] else 0  # tokens already decoded
         X = _embed(self.embedding, self.pos_encoding, X, offset)  # (batch, steps, num_hiddens)
         for blk in self.blks:
-            X, state = blk(X, state)  # (batch, steps, num_hiddens)
-        return self.dense(self.ln(X)), state  # (batch, steps, vocab_size)
+            X, state = blk(X, state)  # (batch, steps, num_hiddens); the caches grow
+        enc_outputs, enc_valid_lens, caches = state
+        state[2] = SPENT  # the caches now describe the returned state, not this one
+        return self.dense(self.ln(X)), [enc_outputs, enc_valid_lens, caches]  # (batch, steps, vocab)
 
     def reorder_state(self, state: list, index: torch.Tensor) -> list:
         """Pick batch rows ``index`` of every tensor in the state (beam search)."""
+        check_state(state, self.num_blks - 1)
+        check_rows(index, state[0].shape[0])
         enc_outputs, lens, caches = state
         return [enc_outputs[index], None if lens is None else lens[index],
                 [None if c is None else (c[0].reorder(index), c[1].reorder(index)) for c in caches]]

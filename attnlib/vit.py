@@ -14,7 +14,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_float, check_int, check_module_input, check_tensor
+from ._checks import (
+    check_bool,
+    check_float,
+    check_int,
+    check_module_input,
+    check_nonempty,
+    check_tensor,
+)
 from .seq2seq import check_sizes
 from .transformer import TransformerEncoderBlock
 
@@ -108,6 +115,7 @@ class ViT(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         check_tensor("images", images, 4, "(batch, channels, height, width)")
+        check_nonempty("images", images)
         if tuple(images.shape[-2:]) != (self.img_size, self.img_size):
             raise ValueError(f"images must be {self.img_size}x{self.img_size}, got shape "
                              f"{tuple(images.shape)}")
@@ -134,6 +142,7 @@ def attention_rollout(attentions: list[torch.Tensor], residual: bool = True) -> 
                         f"layer, got {type(attentions).__name__}")
     if not attentions:
         raise ValueError("attentions must hold at least one (batch, heads, n, n) tensor")
+    check_bool("residual", residual)
     rollout = None
     for i, W in enumerate(attentions):
         check_tensor(f"attentions[{i}]", W, 4, "(batch, heads, n, n)")
@@ -141,6 +150,9 @@ def attention_rollout(attentions: list[torch.Tensor], residual: bool = True) -> 
         if W.shape[-1] != W.shape[-2]:
             raise ValueError(f"attentions[{i}] must be square self-attention weights, got shape "
                              f"{tuple(W.shape)}")
+        if W.shape[1] == 0:
+            raise ValueError(f"attentions[{i}] has no heads to average (shape {tuple(W.shape)}): "
+                             "expected (batch, heads >= 1, n, n)")
         A = W.mean(1)  # (batch, n, n): heads averaged
         if residual:
             A = 0.5 * A + 0.5 * torch.eye(A.shape[-1], device=A.device, dtype=A.dtype)

@@ -6,7 +6,8 @@ masked, ``causal``):
 
 * **core** (inputs ``(batch, heads, n, head_dim)``): ``F.scaled_dot_product_attention``
   ("sdpa", the baseline) against :func:`attnlib.scaled_dot_product` without and with
-  ``need_weights``.
+  ``need_weights``, and chapter 9's :func:`attnlib.blockwise_attention` (online softmax over
+  blocks of 128 keys, in Python).
 * **module** (inputs ``(batch, n, num_hiddens)``, self-attention): "sdpa" is the same
   four projections as attnlib done with ``F.linear`` around one SDPA call, the fastest a
   hand-written module can be; against attnlib's :class:`~attnlib.MultiHeadAttention`
@@ -14,6 +15,9 @@ masked, ``causal``):
   ``nn.MultiheadAttention`` (``need_weights`` False and True) and d2l 1.0.3's
   ``MultiHeadAttention``. All share attnlib's weights, and every output (and the weights
   where returned) is checked to agree with the baseline before anything is timed.
+
+A third, **long** table (:func:`long_table`): one head, forward only, at n up to 8192: SDPA,
+the materialised ``n x n`` path and the blockwise one, time and peak memory.
 """
 from __future__ import annotations
 
@@ -29,6 +33,8 @@ import attnlib
 from .common import interleaved, kernels_used, paired_ratio, peak_bytes
 
 MASKS = ("none", "padding", "causal")
+BLOCK = 128  # keys per block of attnlib.blockwise_attention
+LONG_SIZES, LONG_QUICK_SIZES = (1024, 2048, 4096, 8192), (256, 1024)
 FULL_SIZES = (16, 64, 256, 1024, 4096)
 QUICK_SIZES = (16, 64, 256)
 
@@ -84,7 +90,10 @@ def core_candidates(batch: int, heads: int, n: int, head_dim: int, mask_kind: st
             scores = scores.masked_fill(hide, float("-inf"))
         return scores.softmax(-1).to(dtype)
 
-    fns = {"sdpa": sdpa, "attnlib": ours, "attnlib (weights)": ours_weights}
+    def blockwise():
+        return attnlib.blockwise_attention(q, k, v, mask, causal, block_size=BLOCK), None
+
+    fns = {"sdpa": sdpa, "attnlib": ours, "attnlib (weights)": ours_weights, "blockwise": blockwise}
     return fns, [q, k, v], {"flops_fwd": 4 * batch * heads * n * n * head_dim,
                             "reference_weights": reference_weights}
 
@@ -309,8 +318,37 @@ def limit(device, n: int = 2048, batch: int = 2, heads: int = 4, head_dim: int =
             "flops_fwd": meta["flops_fwd"], "matmul_peak": peak, "candidates": rows}
 
 
+def long_table(device, quick: bool = False, head_dim: int = 64, budget_s: float = 3.0,
+               log=print) -> list[dict]:
+    """One head, forward, no mask, at long lengths: time and peak memory of SDPA, the
+    materialised path (``attnlib.scaled_dot_product(..., need_weights=True)``) and
+    ``attnlib.blockwise_attention``; every output checked against SDPA first."""
+    rows = []
+    for n in LONG_QUICK_SIZES if quick else LONG_SIZES:
+        torch.manual_seed(0)
+        q, k, v = (torch.randn(1, 1, n, head_dim, device=device) for _ in range(3))
+        fns = _long_candidates(q, k, v)
+        agree = check_agreement(fns)
+        res = interleaved(fns, device, budget_s=budget_s, max_repeats=10, min_repeats=2)
+        for name, fn in fns.items():
+            rows.append({"n": n, "candidate": name, "median_ms": 1e3 * res[name]["median_s"],
+                         "peak_mib": peak_bytes(fn, device) / 2**20, "agrees": agree[name]})
+        log(f"  long n={n:5d} " + "  ".join(f"{name}={1e3 * r['median_s']:.1f}ms"
+                                            for name, r in res.items()))
+    return rows
+
+
+def _long_candidates(q, k, v) -> dict[str, Callable]:
+    """SDPA, the materialised path and the blockwise one on ``q, k, v``, without autograd."""
+    fns = {"sdpa": lambda: (F.scaled_dot_product_attention(q, k, v), None),
+           "materialised": lambda: attnlib.scaled_dot_product(q, k, v, need_weights=True),
+           "blockwise": lambda: (attnlib.blockwise_attention(q, k, v, block_size=BLOCK), None)}
+    return {name: _no_grad(fn) for name, fn in fns.items()}
+
+
 def fits_in_memory(name: str, n: int, batch: int, heads: int, limit_gib: float) -> bool:
-    """Rough check for the candidates that build ``n x n`` matrices (several copies in backward)."""
+    """Rough check for the candidates that build ``n x n`` matrices (several copies in backward;
+    the blockwise path's autograd keeps every block's weights, ``n x n`` in all)."""
     if name in ("sdpa", "attnlib", "nn.MHA need_weights=False"):
         return True
     copies = 8  # scores, masked scores, softmax, dropout/mask product, and their gradients
@@ -355,7 +393,9 @@ def run(device, quick: bool = False, d2l=None, log=print, memory_limit_gib: floa
     module = run_table("module", module_plan, device, batch=batch, num_hiddens=num_hiddens,
                        heads=heads, d2l=d2l, budget_s=budget, skip=skip, log=log)
     lim = limit(device, n=512 if quick else 2048, budget_s=budget)
-    return {"settings": settings, "rows": core + module, "limit": lim}
+    log(f"long sequences, one head, on {device}")
+    long = long_table(device, quick, budget_s=budget, log=log)
+    return {"settings": settings, "rows": core + module, "limit": lim, "long": long}
 
 
 #: GPU-sized work: batch x heads = 128 (head_dim 64) fills an H100's SMs at n >= 512.

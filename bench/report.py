@@ -233,6 +233,13 @@ def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
                      f"{v.get('gflops_best', float('nan')):.1f}",
                      f"{100 * v['fraction_of_peak']:.0f} %"]
                     for k, v in lim["candidates"].items()]))
+        long = (att or {}).get("long")
+        if long:
+            text.append("\n### Long sequences: blockwise attention (chapter 9)\n\nOne head of 64, "
+                        "forward, no mask: median ms and peak MiB of the tensors allocated.\n\n")
+            text.append(_table(["n", "candidate", "median ms", "peak MiB", "agrees"], [
+                [r["n"], r["candidate"], f"{r['median_ms']:.1f}", _mib(r["peak_mib"]),
+                 "yes" if r["agrees"] else "DIFFERS"] for r in long]))
         tr = res.get("training")
         if tr:
             text.append(f"\n## Training on {device}\n\nSizes of `attnlib.presets` "

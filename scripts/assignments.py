@@ -1,6 +1,7 @@
 """Classroom assignments: generate student versions and autograde submissions in bulk.
 
     python scripts/assignments.py generate [--out build/assignments]
+    python scripts/assignments.py rule
     python scripts/assignments.py grade SUBMISSIONS [--out build/grades] [--timeout 30] [--jobs N]
                                         [--student S --assignment A] [--no-sandbox] [--legacy]
 
@@ -22,6 +23,16 @@ the tests run in the grader (``scripts/autograde/``). Each run gets its own fold
 * ``work/STUDENT/ASSIGNMENT/``: the staged copy, ``progress.jsonl`` (each test's verdict,
   written as soon as it is known) and what the student's code printed.
 
+A submission is read only through real folders and files: a student folder, assignment
+folder or notebook that is a symbolic link is not followed, nor is a notebook that is a hard
+link to a file of the source folder or to another student's notebook; that pair scores 0
+with the reason (status ``refused``). While a test calls a student's function, the calls
+the assignment's ``ANSWERS`` cell lists for it are unavailable (``autograde/ownwork.py``);
+one used scores that exercise 0 and the notes name it.
+
+``rule`` copies ``autograde/ownwork.py`` (the rule) into the hidden ``own_work_rule`` cell of
+every source notebook, so that the self-checks run the grader's own code.
+
 The originals are never modified. ``--legacy`` runs the old nbgrader-autograde grader
 (``autograde/legacy.py``: tests in the student's kernel, not safe for untrusted work); it
 takes ``--out`` and ``--timeout`` only.
@@ -40,8 +51,15 @@ from pathlib import Path
 
 STARTED = time.monotonic()
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the autograde package
-from autograde.course import ROOT, SOURCE, assignment_names, generate  # noqa: E402
-from autograde.pairs import Result, _find_submission, grade_pair, worker_init, write_feedback  # noqa: E402
+from autograde.course import ROOT, SOURCE, assignment_names, generate, sync_rule  # noqa: E402
+from autograde.pairs import (  # noqa: E402
+    Result,
+    _find_submission,
+    grade_pair,
+    linked_files,
+    worker_init,
+    write_feedback,
+)
 
 
 # ----------------------------------------------------------------------------- grade
@@ -100,7 +118,7 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
           jobs: int | None = None, no_sandbox: bool = False, student: str | None = None,
           assignment: str | None = None) -> Run:
     """Grade every (student, assignment) pair in ``submissions`` into a new run folder."""
-    from autograde.grader import load_spec
+    from autograde.grader import SpecError, load_spec
     from autograde.sandbox import probe
 
     started = time.monotonic()
@@ -117,20 +135,27 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
     names = [n for n in assignment_names(source) if assignment in (None, n)]
     if assignment and not names:
         raise SystemExit(f"error: no assignment {assignment} in {source}")
-    students = sorted(p.name for p in submissions.iterdir()
-                      if p.is_dir() and not p.name.startswith(".") and student in (None, p.name))
+    students = sorted(p.name for p in submissions.iterdir()  # a linked folder too: it is refused
+                      if (p.is_symlink() or p.is_dir()) and not p.name.startswith(".")
+                      and student in (None, p.name))
     if student and not students:
         raise SystemExit(f"error: no student folder {submissions / student}")
     handed = {s: {n: _find_submission(submissions / s, n) for n in names} for s in students}
-    wanted = [n for n in names if assignment or any(handed[s][n] for s in students)]
-    specs = {n: load_spec(source, n) for n in wanted}  # parsed once; the workers get a copy
+    linked = {s for s in students if (submissions / s).is_symlink()}
+    wanted = [n for n in names if assignment or any(handed[s][n] for s in students if s not in linked)]
+    wanted = wanted or (names if linked else [])  # only linked folders: a refusal for each assignment
+    try:
+        specs = {n: load_spec(source, n) for n in wanted}  # parsed once; the workers get a copy
+    except SpecError as err:  # e.g. a new assignment without its ANSWERS cell
+        raise SystemExit(f"error: cannot grade {err}") from None
     run = Run(new_run_folder(Path(out).resolve()))
     pairs = [(s, n) for s in students for n in wanted]
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(pairs) or 1))
     log(f"grading {len(pairs)} (student, assignment) pairs, {jobs} at a time"
         f"{'' if not no_sandbox else ', WITHOUT a sandbox'} -> {run.folder}")
+    linked = linked_files(source, submissions, handed)  # what a notebook must not be a hard link to
     args = {p: (p[0], p[1], handed[p[0]][p[1]], run.folder / "work" / p[0] / p[1], specs[p[1]],
-                timeout, no_sandbox) for p in pairs}
+                timeout, no_sandbox, submissions, linked) for p in pairs}
     done: dict[tuple[str, str], Result] = {}
 
     def record(r: Result) -> None:
@@ -170,6 +195,7 @@ def main(argv=None) -> int:
     g.add_argument("--out", type=Path, default=ROOT / "build" / "assignments")
     g.add_argument("--lang", choices=["en", "zh"], default="en",
                    help="zh: the Chinese statements (scripts/i18n.py; code and tests identical)")
+    sub.add_parser("rule", help="copy autograde/ownwork.py into every source notebook's rule cell")
     r = sub.add_parser("grade", help="autograde a folder of submissions")
     r.add_argument("submissions", type=Path)
     r.add_argument("--out", type=Path, default=ROOT / "build" / "grades")
@@ -183,6 +209,10 @@ def main(argv=None) -> int:
                    help="the old nbgrader autograde path (unsafe; kept for benchmarks; takes --out "
                         "and --timeout only)")
     args = parser.parse_args(argv)
+    if args.command == "rule":
+        changed = sync_rule()
+        print("\n".join(f"updated {p}" for p in changed) or "every rule cell is up to date")
+        return 0
     if args.command == "generate":
         source = SOURCE
         if args.lang == "zh":  # the sources with translated markdown, from the catalogues

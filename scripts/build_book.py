@@ -1,7 +1,7 @@
 """Build the book as an offline static website in build/book/ (Jupyter Book 1, execution off).
 
     python scripts/build_book.py                 # stage, then build build/book/ (index.html)
-    python scripts/build_book.py --mathjax-only  # only fetch MathJax (set-up; network once)
+    python scripts/build_book.py --deps-only     # only fetch MathJax and axe-core (network once)
     python scripts/build_book.py --lang zh       # the Chinese site in build/book/zh/ (see build_zh)
 
 The build never runs a notebook: the site shows exactly the committed outputs that nbval checks.
@@ -40,9 +40,9 @@ STAGE = ROOT / "build" / "book-src"
 SITE = ROOT / "build" / "book"
 DOCTREES = ROOT / "build" / "book-doctrees"
 STAMP = SITE / ".inputs-sha256"
+CODE_STAMP = SITE / ".code-sha256"
 
 MATHJAX_VERSION = "3.2.2"
-MATHJAX_URL = f"https://registry.npmjs.org/mathjax/-/mathjax-{MATHJAX_VERSION}.tgz"
 MATHJAX_INTEGRITY = (  # the "dist.integrity" of https://registry.npmjs.org/mathjax/3.2.2
     "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/"
     "O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw=="
@@ -52,44 +52,79 @@ MATHJAX_CACHE = Path(sys.prefix) / "share" / f"mathjax-{MATHJAX_VERSION}"
 # (TeX extensions via autoload, the menu, accessibility and speech). CHTML fonts are left out.
 MATHJAX_KEEP = ("tex-svg.js", "input/", "output/svg", "ui/", "a11y/", "sre/", "adaptors/")
 
+# axe-core, the accessibility rules engine tests/test_book.py runs in every page. Not part of the
+# site: the test injects the cached copy into each page (nothing is fetched at test time).
+AXE_VERSION = "4.11.4"
+AXE_INTEGRITY = (  # the "dist.integrity" of https://registry.npmjs.org/axe-core/4.11.4
+    "sha512-KunSNx+TVpkAw/6ULfhnx+HWRecjqZGTOyquAoWHYLRSdK1tB5Ihce1ZW+UY3fj33bYAFWPu7W/"
+    "GRSmmrCGuxA=="
+)
+AXE_CACHE = Path(sys.prefix) / "share" / f"axe-core-{AXE_VERSION}"
+
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
-# --------------------------------------------------------------------------- MathJax
-def fetch_mathjax() -> Path:
-    """Download, verify and unpack the pinned MathJax once; return the cached es5 folder."""
-    done = MATHJAX_CACHE / ".complete"
-    if done.exists():
-        return MATHJAX_CACHE
-    print(f"fetching MathJax {MATHJAX_VERSION} from {MATHJAX_URL}", flush=True)
+# --------------------------------------------------------------------------- npm packages
+def fetch_npm(name: str, version: str, integrity: str, cache: Path, keep) -> Path:
+    """Download the npm registry tarball of ``name@version`` once, check its integrity hash and
+    unpack into ``cache`` the files whose path inside ``package/`` satisfies ``keep(path)``
+    (``package/`` itself is dropped). Returns ``cache``; later calls do not touch the network."""
+    done = cache / ".complete"
+    if done.exists() and done.read_text() == integrity + "\n":
+        return cache
+    url = f"https://registry.npmjs.org/{name}/-/{name}-{version}.tgz"
+    print(f"fetching {name} {version} from {url}", flush=True)
     try:
-        with urllib.request.urlopen(MATHJAX_URL, timeout=60) as response:
+        with urllib.request.urlopen(url, timeout=60) as response:
             data = response.read()
     except OSError as err:
         sys.exit(
-            f"error: could not download MathJax ({err}). The book build needs it once; run "
-            f"`make book-deps` with network access, after which builds work offline."
+            f"error: could not download {name} ({err}). The book needs it once; run "
+            f"`make book-deps` with network access, after which builds and tests work offline."
         )
-    algo, expected = MATHJAX_INTEGRITY.split("-", 1)
+    algo, expected = integrity.split("-", 1)
     got = base64.b64encode(hashlib.new(algo, data).digest()).decode()
     if got != expected:
-        sys.exit(f"error: MathJax tarball integrity mismatch: {algo}-{got} != {MATHJAX_INTEGRITY}")
-    tmp = MATHJAX_CACHE.with_name(MATHJAX_CACHE.name + ".tmp")
+        sys.exit(f"error: {name} tarball integrity mismatch: {algo}-{got} != {integrity}")
+    tmp = cache.with_name(cache.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         for member in tar.getmembers():
             rel = member.name.removeprefix("package/")
-            if rel == "LICENSE" or (
-                rel.startswith("es5/") and rel[4:].startswith(MATHJAX_KEEP) and member.isfile()
-            ):
-                target = tmp / rel.removeprefix("es5/")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(tar.extractfile(member).read())
-    shutil.rmtree(MATHJAX_CACHE, ignore_errors=True)
-    tmp.rename(MATHJAX_CACHE)
-    done.write_text(MATHJAX_INTEGRITY + "\n")
-    return MATHJAX_CACHE
+            target = keep(rel) if member.isfile() else None
+            if target:
+                (tmp / target).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / target).write_bytes(tar.extractfile(member).read())
+    shutil.rmtree(cache, ignore_errors=True)
+    tmp.rename(cache)
+    done.write_text(integrity + "\n")
+    return cache
+
+
+def fetch_mathjax() -> Path:
+    """The pinned MathJax's es5 build (the parts the site loads), cached; returns its folder."""
+
+    def keep(rel: str) -> str | None:
+        if rel == "LICENSE":
+            return rel
+        if rel.startswith("es5/") and rel[4:].startswith(MATHJAX_KEEP):
+            return rel.removeprefix("es5/")
+        return None
+
+    return fetch_npm("mathjax", MATHJAX_VERSION, MATHJAX_INTEGRITY, MATHJAX_CACHE, keep)
+
+
+def fetch_axe() -> Path:
+    """The pinned axe-core (``axe.min.js`` and its licence), cached; returns the script's path."""
+    cache = fetch_npm(
+        "axe-core",
+        AXE_VERSION,
+        AXE_INTEGRITY,
+        AXE_CACHE,
+        lambda rel: rel if rel in ("axe.min.js", "LICENSE") else None,
+    )
+    return cache / "axe.min.js"
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -245,6 +280,71 @@ def static_widgets(nb: dict) -> int:
     return count
 
 
+# --------------------------------------------------------------------------- figure texts
+# A figure's caption and text alternative live in its cell's metadata, where MyST-NB reads them:
+# {"mystnb": {"figure": {"caption": ...}, "image": {"alt": ...}}} (docs/book.md).
+IMAGE_MIME = ("image/png", "image/svg+xml", "image/jpeg", "image/gif")
+MIN_CAPTION, MIN_ALT = 15, 40  # characters: shorter texts cannot say what a figure shows
+
+
+def cell_figures(cell: dict, state: dict) -> int:
+    """How many figures a code cell shows: its image outputs, and the images held by the Output
+    areas of the widgets it displays (``state``: the notebook's saved widget state)."""
+    count = 0
+    for out in cell.get("outputs", []):
+        data = out.get("data", {})
+        count += any(m in data for m in IMAGE_MIME)
+        view = data.get(WIDGET_VIEW)
+        if view is not None:
+            held = _widget_tree(state, view.get("model_id", ""))["outputs"]
+            count += sum(any(m in o.get("data", {}) for m in IMAGE_MIME) for o in held)
+    return count
+
+
+def text_problem(text, minimum: int) -> str | None:
+    """Why ``text`` cannot serve as a figure's caption or text alternative; None if it can."""
+    if not isinstance(text, str) or not text.strip():
+        return "is missing"
+    text = text.strip()
+    if re.search(r"\.(?:png|svg|jpe?g|gif|webp|pdf)\b|_images/", text, flags=re.I):
+        return f"looks like a file name: {text!r}"
+    if any(re.search(r"\d", run) and re.search(r"[a-f]", run, flags=re.I)
+           for run in re.findall(r"[0-9a-f]{12,}", text, flags=re.I)):
+        return f"looks like a hash: {text!r}"
+    if len(text) < minimum:
+        return f"is too short to describe a figure ({len(text)} characters, at least {minimum})"
+    return None
+
+
+def figure_text_problems(cell: dict, state: dict) -> list[str]:
+    """What a code cell that shows a figure lacks: one figure, a caption, a text alternative."""
+    count = cell_figures(cell, state) if cell.get("cell_type") == "code" else 0
+    if not count:
+        return []
+    meta = cell.get("metadata", {}).get("mystnb", {})
+    meta = meta if isinstance(meta, dict) else {}
+    figure, image = meta.get("figure", {}), meta.get("image", {})
+    caption = figure.get("caption") if isinstance(figure, dict) else None
+    alt = image.get("alt") if isinstance(image, dict) else None
+    problems = []
+    if count > 1:
+        problems.append(f"shows {count} figures, which would share one caption: one per cell")
+    for what, text, minimum in (("caption", caption, MIN_CAPTION), ("alt text", alt, MIN_ALT)):
+        why = text_problem(text, minimum)
+        if why:
+            problems.append(f"its {what} {why}")
+    if alt and caption and alt.strip() == caption.strip():
+        problems.append("its alt text only repeats the caption: say what the figure shows")
+    return problems
+
+
+def notebook_figure_problems(nb: dict) -> list[tuple[int, list[str]]]:
+    """(cell index, problems) for each cell of ``nb`` whose figure lacks a caption or alt text."""
+    state = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    found = [(i, figure_text_problems(cell, state)) for i, cell in enumerate(nb["cells"])]
+    return [(i, problems) for i, problems in found if problems]
+
+
 # --------------------------------------------------------------------------- pages
 def _write(path: Path, text: str | bytes) -> None:
     """Write only when the content changes, so Sphinx rebuilds only what changed."""
@@ -363,6 +463,7 @@ def stage() -> None:
         "attnlib",
         "_vendor",
         "_ext",
+        "_css",
         "favicon.svg",
         "docs",
     }
@@ -389,6 +490,13 @@ def stage() -> None:
     # Chapters (widgets made static); the library sources they link to become downloads.
     keep_nb = set()
     for path, nb in books:
+        if missing := notebook_figure_problems(nb):
+            print(
+                f"note: {path.name}: {len(missing)} figure cell(s) without a proper caption or alt "
+                f"text (cells {', '.join(str(i) for i, _ in missing)}); docs/book.md says how "
+                "to write them",
+                flush=True,
+            )
         static_widgets(nb)
         _write(STAGE / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
         keep_nb.add(path.name)
@@ -402,8 +510,9 @@ def stage() -> None:
         for f in (STAGE / folder).glob("*"):
             if f.name not in names:
                 shutil.rmtree(f) if f.is_dir() else f.unlink()
-    for f in (BOOK / "_ext").glob("*.py"):
-        _write(STAGE / "_ext" / f.name, f.read_bytes())
+    for folder, pattern in (("_ext", "*.py"), ("_css", "*.css")):
+        for f in (BOOK / folder).glob(pattern):
+            _write(STAGE / folder / f.name, f.read_bytes())
     mathjax = STAGE / "_vendor" / "mathjax"
     if (
         not (mathjax / ".complete").exists()
@@ -413,23 +522,54 @@ def stage() -> None:
         shutil.copytree(fetch_mathjax(), mathjax)
 
 
+def _digest(files, seed: str = "") -> str:
+    digest = hashlib.sha256(seed.encode())
+    for f in files:
+        if f.is_file():
+            digest.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()
+
+
+def code_digest() -> str:
+    """A hash of what turns pages into HTML (the configuration, the extension, this script):
+    when it changes, every page is read again (Sphinx alone re-reads only changed sources)."""
+    return _digest([*sorted(BOOK.rglob("*")), Path(__file__)], MATHJAX_VERSION)
+
+
 def inputs_digest() -> str:
     """A hash of everything the site is built from, to skip a build that would change nothing."""
-    digest = hashlib.sha256(MATHJAX_VERSION.encode())
     files = [
         *chapters(),
         *chapter_assets(),
-        *sorted(BOOK.rglob("*")),
-        Path(__file__),
         *sorted(ROOT.glob("attnlib/*.py")),
         *[ROOT / "docs" / f"{n}.md" for n in bench_docs()],
     ]
     if (ROOT / "results").is_dir():
         files += sorted((ROOT / "results").iterdir())
-    for f in files:
-        if f.is_file():
-            digest.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes())
-    return digest.hexdigest()
+    return _digest(files, code_digest())
+
+
+def sphinx_build(source: Path, out: Path, doctrees: Path, fresh: bool, **overrides) -> None:
+    """Build the staged Jupyter Book source ``source`` into ``out`` (HTML); ``overrides`` are
+    Sphinx settings (the Chinese site's ``language``)."""
+    from jupyter_book.sphinx import build_sphinx
+
+    result = build_sphinx(
+        source,
+        out,
+        noconfig=True,
+        path_config=source / "_config.yml",
+        confoverrides={
+            "external_toc_path": (source / "_toc.yml").as_posix(),
+            "latex_individualpages": False,
+            **overrides,
+        },
+        doctreedir=doctrees,
+        freshenv=fresh,
+        quiet=True,
+    )
+    if result != 0:
+        sys.exit(f"error: the book build failed ({result!r})")
 
 
 def build(force: bool = False) -> Path:
@@ -443,27 +583,13 @@ def build(force: bool = False) -> Path:
     ):
         print(f"book is up to date: {SITE / 'index.html'}")
         return SITE
-    from jupyter_book.sphinx import build_sphinx
-
     start = time.perf_counter()
     stage()
+    fresh = force or not CODE_STAMP.exists() or CODE_STAMP.read_text() != code_digest()
     STAMP.unlink(missing_ok=True)
-    result = build_sphinx(
-        STAGE,
-        SITE,
-        noconfig=True,
-        path_config=STAGE / "_config.yml",
-        confoverrides={
-            "external_toc_path": (STAGE / "_toc.yml").as_posix(),
-            "latex_individualpages": False,
-        },
-        doctreedir=DOCTREES,
-        freshenv=force,
-        quiet=True,
-    )
-    if result != 0:
-        sys.exit(f"error: the book build failed ({result!r})")
+    sphinx_build(STAGE, SITE, DOCTREES, fresh)
     STAMP.write_text(digest)
+    CODE_STAMP.write_text(code_digest())
     print(f"built the book in {time.perf_counter() - start:.1f} s: open {SITE / 'index.html'}")
     return SITE
 
@@ -520,42 +646,29 @@ def stage_zh() -> str:
 
 def build_zh(force: bool = False) -> Path:
     """Stage and build the Chinese site into build/book/zh/ (Sphinx ``language = zh_CN``)."""
-    from jupyter_book.sphinx import build_sphinx
-
     start = time.perf_counter()
     title = stage_zh()
-    result = build_sphinx(
-        STAGE_ZH,
-        SITE_ZH,
-        noconfig=True,
-        path_config=STAGE_ZH / "_config.yml",
-        confoverrides={
-            "external_toc_path": (STAGE_ZH / "_toc.yml").as_posix(),
-            "latex_individualpages": False,
-            "language": "zh_CN",
-            "html_title": title,
-            "nb_code_prompt_show": "显示代码",  # MyST-NB's toggle of hidden code (no zh_CN of its own)
-            "nb_code_prompt_hide": "隐藏代码",
-        },
-        doctreedir=DOCTREES_ZH,
-        freshenv=force,
-        quiet=True,
-    )
-    if result != 0:
-        sys.exit(f"error: the Chinese book build failed ({result!r})")
+    sphinx_build(STAGE_ZH, SITE_ZH, DOCTREES_ZH, force, language="zh_CN", html_title=title,
+                 # MyST-NB's toggle of hidden code (it has no zh_CN translation of its own)
+                 nb_code_prompt_show="显示代码", nb_code_prompt_hide="隐藏代码")
     print(f"built the Chinese book in {time.perf_counter() - start:.1f} s: open {SITE_ZH / 'index.html'}")
     return SITE_ZH
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mathjax-only", action="store_true", help="only fetch and cache MathJax")
+    parser.add_argument(
+        "--deps-only",
+        action="store_true",
+        help="only fetch and cache MathJax (for the site) and axe-core (for its browser test)",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild every page")
     parser.add_argument("--lang", choices=["en", "zh"], default="en",
                         help="zh: the Chinese site in build/book/zh/ (after scripts/i18n.py generate)")
     args = parser.parse_args()
-    if args.mathjax_only:
+    if args.deps_only:
         print(f"MathJax {MATHJAX_VERSION} is in {fetch_mathjax()}")
+        print(f"axe-core {AXE_VERSION} is in {fetch_axe()}")
     elif args.lang == "zh":
         build_zh(force=args.force)
     else:

@@ -9,8 +9,9 @@ test split (sentences never seen in training; about a third contain a word pair
 never seen together) with sacrebleu's corpus BLEU and chrF, overall and by source
 length, and score the attention against the gold word alignments (teacher-forced:
 the decoder reads the reference, row j of the weights is the attention used to
-predict target token j). Writes ``results/quality.json`` (every run) and
-``results/quality.md`` (mean and spread over seeds).
+predict target token j). Writes ``attnlib/quality.json`` (every run; it ships with attnlib,
+which chapters 4 and 7 read through ``attnlib.results``) and ``results/quality.md`` (mean and
+spread over seeds, the report to read).
 
 ``--real`` does the same on real Tatoeba sentences (``FraEngData(**REAL_DATA_DEFAULTS)``:
 held-out English sentences never seen in training, scored against their first listed
@@ -47,10 +48,12 @@ from attnlib.presets import (
     training_args,
 )
 from attnlib.results import D2L_BOOK as D2L_BOOK_NUMBERS
-from attnlib.results import mean_std
+from attnlib.results import QUALITY_FILE, mean_std
 from attnlib.training import train_seq2seq
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The measurements as attnlib ships them (package data); chapters 4 and 7 read them.
+JSON_OUT = ROOT / "attnlib" / QUALITY_FILE
 LABELS = {"no_attention": "no attention (GRU)", "bahdanau": "Bahdanau (additive)",
           "luong_dot": "Luong (dot)", "luong_general": "Luong (general)",
           "transformer": "Transformer (post-LN)", "transformer_pre_ln": "Transformer (pre-LN)"}
@@ -418,7 +421,9 @@ def main() -> None:
                         help="generated corpus, real Tatoeba sentences, d2l's 600-pair experiment")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--models", nargs="+", default=list(PRESETS), choices=list(PRESETS))
-    parser.add_argument("--out", type=Path, default=ROOT / "results")
+    parser.add_argument("--out", type=Path, default=ROOT / "results", help="folder for quality.md")
+    parser.add_argument("--json", type=Path, default=JSON_OUT,
+                        help="the measurements attnlib ships (default: attnlib/quality.json)")
     parser.add_argument("--part", type=Path, help="only write these runs to PART (a .json), "
                         "to run models in several processes; then --merge the parts")
     parser.add_argument("--merge", type=Path, nargs="+", help="join parts written by --part")
@@ -428,7 +433,7 @@ def main() -> None:
         for kind in dict.fromkeys(p.get("kind", "generated") for p in parts):
             same = [p for p in parts if p.get("kind", "generated") == kind]
             if kind == "d2l":
-                write(args.out, "d2l", same[-1])
+                write(args.out, args.json, "d2l", same[-1])
                 continue
             runs = [r for p in same for r in p["runs"]]
             dates = {}  # parts measured on other days say which models each day measured
@@ -437,7 +442,7 @@ def main() -> None:
                 dates.setdefault(part["meta"]["date"], {}).update(models)
             date = same[0]["meta"]["date"] if len(dates) == 1 else "; ".join(
                 f"{day} ({', '.join(models)})" for day, models in dates.items())
-            write(args.out, kind, {"meta": same[0]["meta"] | {
+            write(args.out, args.json, kind, {"meta": same[0]["meta"] | {
                 "seeds": sorted({r["seed"] for r in runs}), "date": date}, "runs": runs})
         return
     for kind in args.what:
@@ -446,7 +451,7 @@ def main() -> None:
             args.part.with_suffix(f".{kind}.json").write_text(
                 json.dumps(section | {"kind": kind}, indent=1) + "\n")
         else:
-            write(args.out, kind, section)
+            write(args.out, args.json, kind, section)
 
 
 def _save_part(args, kind: str, meta: dict, runs: list) -> None:
@@ -495,11 +500,10 @@ def _d2l(args) -> dict:
     return run_d2l(args.seeds[0]) | {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
-def write(out: Path, kind: str, section: dict) -> None:
-    """Put one section (generated, real or d2l) into quality.json, keep the others, and
-    rewrite quality.md from all of them."""
+def write(out: Path, path: Path, kind: str, section: dict) -> None:
+    """Put one section (generated, real or d2l) into the JSON file ``path``, keep the others,
+    and rewrite ``out/quality.md`` from all of them."""
     out.mkdir(exist_ok=True)
-    path = out / "quality.json"
     everything = json.loads(path.read_text()) if path.exists() else {}
     section = {k: v for k, v in section.items() if k != "kind"}
     if kind == "generated":

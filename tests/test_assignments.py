@@ -18,7 +18,7 @@ NAMES = sorted(p.name for p in SOURCE.iterdir() if p.is_dir())
 spec = importlib.util.spec_from_file_location("assignments_cli", ROOT / "scripts" / "assignments.py")
 cli = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = cli  # dataclasses look their module up while the file runs
-spec.loader.exec_module(cli)
+spec.loader.exec_module(cli)  # puts scripts/ on sys.path, so autograde imports
 
 pytestmark = pytest.mark.slow
 
@@ -38,8 +38,8 @@ def graded_cells(nb):
     return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
 
 
-def test_eight_assignments_with_three_to_five_graded_exercises():
-    assert len(NAMES) == 8 and [n[:4] for n in NAMES] == [f"ch0{i}" for i in range(1, 9)]
+def test_nine_assignments_with_three_to_five_graded_exercises():
+    assert len(NAMES) == 9 and [n[:4] for n in NAMES] == [f"ch0{i}" for i in range(1, 10)]
     for name in NAMES:
         nb = nbformat.read(source_nb(name), as_version=4)
         graded = graded_cells(nb)
@@ -86,3 +86,75 @@ class TestStudentVersions:
         assert code.count("raise NotImplementedError()") == regions >= len(graded_cells(src))
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
         assert Validator(invert=True).validate(str(path)) == {}
+
+
+def test_every_exercise_function_declares_the_calls_that_answer_it():
+    """ANSWERS (a locked cell) names every function a solution cell defines; every name resolves;
+    the hidden rule cell is ownwork.py itself (``python scripts/assignments.py rule`` copies it)."""
+    from autograde import ownwork
+    from autograde.course import RULE, RULE_ID, rule_cell
+    from autograde.grader import load_spec
+
+    for name in NAMES:
+        spec = load_spec(SOURCE, name)  # raises SpecError when a function has no entry
+        assert set(spec.answers) == set(spec.functions)
+        for names in spec.answers.values():
+            ownwork.answer_targets(names)  # raises when a name does not resolve
+        nb = nbformat.read(source_nb(name), as_version=4)
+        rule = rule_cell(nb)
+        assert rule.source == RULE.read_text().rstrip("\n"), f"{name}: run scripts/assignments.py rule"
+        assert rule.metadata["nbgrader"]["locked"] and rule.metadata["jupyter"]["source_hidden"]
+        ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
+        assert ids.index("setup") < ids.index(RULE_ID) < ids.index("answers") < ids.index("ex1_solution"), ids
+
+
+def test_a_missing_declaration_is_a_clear_error(tmp_path):
+    import shutil
+
+    from autograde.grader import SpecError, load_spec
+
+    name = NAMES[0]
+    shutil.copytree(SOURCE / name, tmp_path / name)
+    nb = nbformat.read(tmp_path / name / f"{name}.ipynb", as_version=4)
+    answers = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "answers")
+    answers.source = answers.source.replace('"hard_attention"', '"not_a_function"')
+    nbformat.write(nb, tmp_path / name / f"{name}.ipynb")
+    with pytest.raises(SpecError, match="missing: hard_attention; not a solution's function: not_a_function"):
+        load_spec(tmp_path, name)
+    nb.cells.remove(answers)
+    nbformat.write(nb, tmp_path / name / f"{name}.ipynb")
+    with pytest.raises(SpecError, match="no locked cell declares ANSWERS"):
+        load_spec(tmp_path, name)
+
+
+def test_the_self_check_applies_the_rule_in_the_students_kernel():
+    """A student's own run shows the same verdict as grading: the self-check of a function that
+    calls what its exercise rules out fails with an error that names the call."""
+    from autograde import attacks
+    from nbclient import NotebookClient
+
+    nb = attacks.cheat(SOURCE, attacks.NAME)
+    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(ROOT)}}).execute()
+    errors = {c.metadata["nbgrader"]["grade_id"]: o for c in nb.cells if c.cell_type == "code"
+              for o in c.outputs if o.output_type == "error" and "nbgrader" in c.metadata}
+    assert list(errors) == ["ex4_tests"], list(errors)
+    assert errors["ex4_tests"]["ename"] == "OwnWorkError"
+    assert errors["ex4_tests"]["evalue"] == ("scaled_dot_attention uses attnlib.DotProductAttention, "
+                                             "which this exercise asks you to write yourself")
+
+
+def test_grading_an_assignment_without_answers_stops_with_the_reason(tmp_path):
+    import shutil
+
+    name = NAMES[0]
+    shutil.copytree(SOURCE / name, tmp_path / "source" / name)
+    path = tmp_path / "source" / name / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "answers"]
+    nbformat.write(nb, path)
+    (tmp_path / "subs" / "ana" / name).mkdir(parents=True)
+    shutil.copy(source_nb(name), tmp_path / "subs" / "ana" / name)
+    with pytest.raises(SystemExit, match=f"cannot grade {name}: no locked cell declares ANSWERS"):
+        cli.grade(tmp_path / "subs", tmp_path / "out", source=tmp_path / "source", no_sandbox=True,
+                  log=lambda *a: None)

@@ -9,6 +9,7 @@ expected type and message), *bare* (another exception or message) and *silent* (
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import pytest
@@ -276,7 +277,22 @@ case("KVCache-reorder-list", lambda: A.KVCache().reorder([0]), TypeError,
 case("KVCache-reorder-out-of-range", lambda: (c := A.KVCache(), c.append(torch.randn(1, 2, 3, 4),
                                                                         torch.randn(1, 2, 3, 4)),
                                               c.reorder(torch.tensor([3]))), ValueError,
-     r"index holds rows up to 3, but the cache has batch size 1")
+     r"index must lie in \[0, 0\], got \[3\]")
+
+
+def filled_cache(dtype=torch.float32):
+    cache = A.KVCache()
+    cache.append(torch.randn(2, 2, 3, 4, dtype=dtype), torch.randn(2, 2, 3, 4, dtype=dtype))
+    return cache
+
+
+case("KVCache-reorder-negative", lambda: filled_cache().reorder(torch.tensor([-1])), ValueError,
+     r"index must lie in \[0, 1\], got \[-1\]")
+case("KVCache-reorder-float", lambda: filled_cache().reorder(torch.tensor([0.0])), TypeError,
+     r"index must hold integer batch rows, got dtype torch.float32")
+case("KVCache-append-dtype-change", lambda: filled_cache().append(torch.randn(2, 2, 1, 4, dtype=torch.float64),
+                                                                torch.randn(2, 2, 1, 4, dtype=torch.float64)),
+     ValueError, r"this cache holds torch.float32 keys on cpu, but k is torch.float64 on cpu")
 
 # --- positional encodings ----------------------------------------------------------------------
 case("sinusoidal_table-zero", lambda: A.sinusoidal_table(0, 4), ValueError, r"max_len must be positive")
@@ -767,6 +783,195 @@ case("attention_rollout-layers-differ", lambda: A.attention_rollout(rollout_laye
 case("attention_rollout-int", lambda: A.attention_rollout([torch.ones(1, 2, 3, 3, dtype=torch.long)]), TypeError,
      r"attentions\[0\] must be a floating-point tensor")
 
+# chapter 9: attnlib.efficient and grouped-query attention
+case("blockwise_attention-block-zero", lambda: A.blockwise_attention(q4, k4, v4, block_size=0), ValueError,
+     r"block_size must be a positive int, got 0")
+case("blockwise_attention-mask-shape", lambda: A.blockwise_attention(q4, k4, v4, torch.ones(2, 4, dtype=torch.bool)),
+     ValueError, r"mask of shape \(2, 4\) does not broadcast to \(2, 2, 3, 5\)")
+case("blockwise_attention-causal-more-queries", lambda: A.blockwise_attention(k4, q4, q4, causal=True), ValueError,
+     r"causal attention needs at least as many keys \(3\) as queries \(5\)")
+case("MHA-kv-heads-not-dividing", lambda: A.MultiHeadAttention(16, 4, num_kv_heads=3), ValueError,
+     r"num_kv_heads \(3\) must divide num_heads \(4\)")
+case("sliding_window_mask-zero", lambda: A.sliding_window_mask(3, 3, 0), ValueError, r"window must be a positive int, got 0")
+case("sliding_window_mask-more-queries", lambda: A.sliding_window_mask(4, 3, 2), ValueError,
+     r"num_queries \(4\) must not exceed num_keys \(3\)")
+case("attention_pattern-kind", lambda: A.attention_pattern("banded", 4), ValueError, r"kind must be one of")
+case("attention_pattern-dilation-zero", lambda: A.attention_pattern("dilated", 4, dilation=0), ValueError,
+     r"dilation must be a positive int, got 0")
+case("kept_positions-global-negative", lambda: A.kept_positions("global+local", 4, num_global=-1), ValueError,
+     r"num_global must be a non-negative int, got -1")
+case("WindowKVCache-window-float", lambda: A.WindowKVCache(2.5), TypeError, r"window must be an int, got float")
+case("EfficientLM-window-zero", lambda: A.EfficientLM(10, 8, 16, 2, window=0), ValueError, r"window must be a positive int, got 0")
+case("EfficientLM-kv-heads", lambda: A.EfficientLM(10, 8, 16, 4, num_kv_heads=3), ValueError,
+     r"num_kv_heads \(3\) must divide num_heads \(4\)")
+case("linear_attention-pairs", lambda: A.linear_attention(q, k, v[:, :2]), ValueError,
+     r"keys and values must have the same number of positions")
+case("linear_attention-int", lambda: A.linear_attention(q.long(), k.long(), v.long()), TypeError,
+     r"queries must be a floating-point tensor")
+case("linear_attention_recurrent-lengths", lambda: A.linear_attention_recurrent(q, k, v), ValueError,
+     r"the recurrent form takes one query per key")
+case("KeyValueMemory-kind", lambda: A.KeyValueMemory(10, 4, kind="rnn"), ValueError, r"kind must be 'softmax' or 'linear'")
+case("KeyValueMemory-key-range", lambda: A.KeyValueMemory(4, 4)(torch.full((1, 2, 2), 3), torch.tensor([[7]])),
+     ValueError, r"queries holds token ids in \[7, 7\]")
+case("alibi_slopes-zero", lambda: A.alibi_slopes(0), ValueError, r"num_heads must be a positive int, got 0")
+case("alibi_bias-more-queries", lambda: A.alibi_bias(2, 5, 3), ValueError, r"num_queries \(5\) must not exceed num_keys \(3\)")
+case("ALiBiAttention-cross", lambda: A.ALiBiAttention(8, 2)(X8, X8.clone(), X8), ValueError,
+     r"ALiBiAttention is causal self-attention only")
+
+# --- issue 27: empty inputs, foreign and stale decoder states, containers, files ---------------
+RNN_DECODERS = {"Seq2SeqDecoder": A.Seq2SeqDecoder, "Seq2SeqAttentionDecoder": A.Seq2SeqAttentionDecoder,
+                "LuongAttentionDecoder": A.LuongAttentionDecoder}
+
+
+def gru_state(decoder, num_hiddens=8, num_layers=1, batch=2):
+    """``decoder``'s state built from a GRU encoder of the given size."""
+    torch.manual_seed(0)
+    enc = A.Seq2SeqEncoder(20, 4, num_hiddens, num_layers)
+    return decoder.init_state(enc(src_ids(batch, 3)), torch.tensor([3] * batch))
+
+
+def hand_made_state(decoder_class, num_hiddens):
+    """A one-layer, batch-2 state of the layout ``decoder_class.init_state`` builds."""
+    hidden = torch.randn(1, 2, num_hiddens)
+    if decoder_class is A.Seq2SeqDecoder:
+        return [torch.randn(2, num_hiddens), hidden]  # [context, hidden]
+    return [torch.randn(2, 3, num_hiddens), hidden, None]  # [enc_outputs, hidden, enc_valid_lens]
+
+
+def stale_transformer_state():
+    """A decoder state fed a whole target prefix, then fed a second prefix."""
+    d = dec_t().eval()
+    state = d.init_state(X8, torch.tensor([5, 3]))
+    d(src_ids(), state)
+    return d(src_ids(), state)
+
+
+@functools.cache
+def _tmp():
+    import tempfile
+    return tempfile.mkdtemp(prefix="attnlib-bad-inputs-")
+
+
+def text_file(name, text):
+    path = f"{_tmp()}/{name}"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+for name, make in RNN_DECODERS.items():
+    first = "context" if name == "Seq2SeqDecoder" else "enc_outputs"
+    case(f"{name}-state-hidden-size", lambda m=make: m(20, 4, 6, 1)(src_ids(), hand_made_state(m, 8)), ValueError,
+         rf"the state holds {first} \(2, (3, )?8\) and hidden \(1, 2, 8\), but this decoder's GRU has "
+         r"num_layers=1 and num_hiddens=6: build the encoder with the decoder's num_hiddens and num_layers")
+    case(f"{name}-encoder-layers", lambda m=make: gru_state(m(20, 4, 8, 1), num_layers=2), ValueError,
+         r"hidden \(2, 2, 8\), but this decoder's GRU has num_layers=1 and num_hiddens=8")
+    case(f"{name}-state-none", lambda m=make: m(20, 4, 8, 1)(src_ids(), None), TypeError,
+         rf"state must be the list \[{first}, hidden.*\] that init_state returns, got NoneType")
+    case(f"{name}-transformer-encoder", lambda m=make: m(20, 4, 8, 1).init_state(X8), TypeError,
+         r"enc_all_outputs must be the \(outputs, state\) pair a Seq2SeqEncoder returns, got a tensor of "
+         r"shape \(2, 5, 8\) \(a Transformer encoder's output\?\)")
+    case(f"{name}-hidden-float64", lambda m=make: (d := m(20, 4, 8, 1))(src_ids(), [
+        t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in gru_state(d)]),
+         TypeError, r"state\[1\] \(hidden\) has dtype torch.float64 but the module's parameters are torch.float32")
+    case(f"{name}-reorder-out-of-range", lambda m=make: (d := m(20, 4, 8, 1)).reorder_state(
+        gru_state(d), torch.tensor([0, 5])), ValueError, r"index must lie in \[0, 1\], got \[0, 5\]")
+    case(f"{name}-reorder-list", lambda m=make: (d := m(20, 4, 8, 1)).reorder_state(gru_state(d), [0]),
+         TypeError, r"index must be a torch.Tensor of shape \(new_batch,\)")
+case("EncoderDecoder-gru-sizes-differ", lambda: A.EncoderDecoder(A.Seq2SeqEncoder(20, 4, 6, 1), A.Seq2SeqAttentionDecoder(
+    20, 4, 8, 1))(src_ids(), src_ids()), ValueError, r"enc_outputs \(2, 4, 6\) and hidden \(1, 2, 6\).*num_hiddens=8")
+case("EncoderDecoder-transformer-encoder-gru-decoder", lambda: A.EncoderDecoder(enc_t(), A.Seq2SeqAttentionDecoder(
+    20, 4, 8, 1))(src_ids(), src_ids()), TypeError, r"enc_all_outputs must be the \(outputs, state\) pair")
+case("EncoderDecoder-transformer-sizes-differ", lambda: A.EncoderDecoder(A.TransformerEncoder(20, 6, 16, 2, 1), dec_t())(
+    src_ids(), src_ids()), ValueError, r"enc_outputs has last dim 6 \(shape \(2, 4, 6\)\), but this decoder has num_hiddens=8")
+case("TransformerDecoder-stale-state", stale_transformer_state, ValueError,
+     r"state was already fed to the decoder.*pass the state that call returned.*or call init_state again")
+case("TransformerDecoder-foreign-state-blocks", lambda: A.TransformerDecoder(20, 8, 16, 2, 2)(
+    src_ids(), dec_t().init_state(X8)), ValueError,
+     r"state\[2\] must list a cache pair \(or None\) per decoder block, 2 or more, got a list of 1")
+case("TransformerDecoder-gru-state", lambda: dec_t()(src_ids(), [X8, torch.randn(1, 2, 8), None]), ValueError,
+     r"state\[2\] must list a cache pair \(or None\) per decoder block.*got NoneType")
+case("TransformerDecoder-state-tuple", lambda: dec_t()(src_ids(), tuple(dec_t().init_state(X8))), TypeError,
+     r"state must be a list \[enc_outputs, enc_valid_lens, caches\], got tuple")
+case("TransformerDecoder-enc-int", lambda: dec_t().init_state(X8.long()), TypeError,
+     r"enc_outputs must be a floating-point tensor, got dtype torch.int64")
+case("TransformerDecoder-reorder-range", lambda: dec_t().reorder_state(dec_t().init_state(X8), torch.tensor([2])),
+     ValueError, r"index must lie in \[0, 1\], got \[2\]")
+case("TransformerDecoder-reorder-float", lambda: dec_t().reorder_state(dec_t().init_state(X8), torch.tensor([0.0])),
+     TypeError, r"index must hold integer batch rows, got dtype torch.float32")
+case("DecoderBlock-caches-none", lambda: A.TransformerDecoderBlock(8, 16, 2)(X8, [X8, None, None]), ValueError,
+     r"state\[2\] must list a cache pair \(or None\) per decoder block, 1 or more, got NoneType")
+case("DecoderBlock-enc-none", lambda: A.TransformerDecoderBlock(8, 16, 2)(X8, [None, None, [None]]), TypeError,
+     r"state\[0\] \(enc_outputs\) must be a torch.Tensor")
+case("DecoderOnlyLM-caches-none", lambda: lm()(IDS, [None, None]), TypeError,
+     r"caches\[0\] must be a KVCache, got NoneType: build the caches with model.init_caches\(\)")
+case("DecoderOnlyLM-caches-static", lambda: lm()(IDS, [A.KVCache(static=True)] * 2), ValueError,
+     r"caches\[0\] is a static KVCache")
+case("DecoderOnlyLM-caches-str", lambda: lm()(IDS, "caches"), TypeError, r"caches must be a list of KVCache")
+case("sample-stop-bool", lambda: A.sample(lm(), IDS, 2, stop=True), ValueError, r"stop must be None or a token id")
+case("sample-use-cache-str", lambda: A.sample(lm(), IDS, 2, use_cache="no"), TypeError,
+     r"use_cache must be a bool, got str")
+case("greedy_decode-use-cache-str", lambda: A.greedy_decode(bahdanau(), data(), "go .", use_cache="no"), TypeError,
+     r"use_cache must be a bool, got str")
+case("beam_search-need-weights-int", lambda: A.beam_search(bahdanau(), data(), "go .", need_weights=1), TypeError,
+     r"need_weights must be a bool, got int")
+case("greedy_decode-none-in-list", lambda: A.greedy_decode(bahdanau(), data(), ["go .", None]), TypeError,
+     r"sentences\[1\] must be a sentence \(a string or a list of tokens\), got NoneType")
+case("translate-int-in-list", lambda: A.translate(bahdanau(), data(), [3]), TypeError, r"sentences\[0\] must be a sentence")
+case("Vocab-none", lambda: A.Vocab(None), TypeError,
+     r"tokens must be a list of tokens or of token lists, got NoneType: pass \[\] for the special tokens only")
+case("Vocab-int", lambda: A.Vocab(3), TypeError, r"tokens must be a list of tokens or of token lists, got int")
+case("Vocab-none-token", lambda: A.Vocab([None, "a"]), TypeError, r"tokens\[0\] must be a token \(str\) or a list of tokens")
+case("Vocab-none-sentence", lambda: A.Vocab([["a"], None]), TypeError,
+     r"tokens\[1\] must be a list of tokens, like tokens\[0\], got NoneType")
+case("Vocab-string-sentence", lambda: A.Vocab([["a"], "b c"]), TypeError, r"tokens\[1\] must be a list of tokens.*not a string")
+case("Vocab-int-token", lambda: A.Vocab([["a", 5]]), TypeError, r"tokens\[0\]\[1\] must be a str, got int 5")
+case("Vocab-reserved-int", lambda: A.Vocab(["a"], reserved_tokens=5), TypeError, r"reserved_tokens must be a list of strings, got int")
+case("Vocab-reserved-none-item", lambda: A.Vocab(["a"], reserved_tokens=[None]), TypeError,
+     r"reserved_tokens\[0\] must be a str, got NoneType")
+case("Pair-string", lambda: A.Pair("go .", "va !", ((),) * 4), TypeError, r"a Pair's src must be a tuple of tokens \(str\), got 'go .'")
+case("load_fra_eng-empty-file", lambda: A.load_fra_eng(text_file("empty.txt", "")), ValueError,
+     r"empty.txt holds no sentence pairs \(it is empty, or blank lines only\): expected one 'English<TAB>French' pair a line")
+case("load_fra_eng-blank-lines", lambda: A.load_fra_eng(text_file("blank.txt", "\n \t \n\n")), ValueError,
+     r"blank.txt holds no sentence pairs")
+case("load_fra_eng-no-tab", lambda: A.load_fra_eng(text_file("notab.txt", "go.,va !\n")), ValueError,
+     r"notab.txt:1: expected 'English<TAB>French', got 'go.,va !'")
+case("load_fra_eng-one-column", lambda: A.load_fra_eng(text_file("half.txt", "Go.\tVa !\nRun!\t\n")), ValueError,
+     r"half.txt:2: empty sentence")
+case("load_fra_eng-path-int", lambda: A.load_fra_eng(3), TypeError, r"path must be a file path \(a str or pathlib.Path\) or None")
+case("split_pairs-none", lambda: A.split_pairs(None), TypeError, r"pairs must be a list of Pair.*got NoneType")
+case("split_pairs-tuples", lambda: A.split_pairs([("go .", "va !")]), TypeError, r"pairs\[0\] must be a Pair, got tuple")
+case("split_pairs-frac-str", lambda: A.split_pairs(data().train, val_frac="0.1"), TypeError, r"val_frac must be a number, got str")
+case("length_buckets-none", lambda: A.length_buckets(None), TypeError, r"pairs must be a list of Pair")
+case("length_buckets-edges-str", lambda: A.length_buckets(data().test, edges="26"), TypeError,
+     r"edges must be a list of increasing positive ints, got '26'")
+case("novel_pair_fraction-train-none", lambda: A.novel_pair_fraction(data().test, None), TypeError,
+     r"train must be a list of Pair.*got NoneType")
+case("TranslationData-pairs-tuples", lambda: A.TranslationData(pairs=[("go", "va")] * 10), TypeError,
+     r"pairs\[0\] must be a Pair, got tuple")
+case("TranslationData-build-none", lambda: data().build(None), TypeError,
+     r"pairs must be a list of Pair or of \(source, target\) sentence pairs, got NoneType")
+case("TranslationData-build-item", lambda: data().build([("go .",)]), TypeError,
+     r"pairs\[0\] must be a Pair or a \(source, target\) pair of sentences, got tuple")
+case("TranslationData-encode-ids", lambda: data().encode_src([4, 5]), TypeError, r"sentence\[0\] must be a str, got int 4")
+case("TranslationData-is-seen-none", lambda: data().is_seen(None), TypeError,
+     r"sentence must be a string or a sequence of tokens, got NoneType")
+case("truncate_pad-none", lambda: A.truncate_pad(None, 4, 0), TypeError, r"ids must be a sequence of ints \(token ids\), got NoneType")
+case("truncate_pad-floats", lambda: A.truncate_pad([1.5], 4, 0), TypeError, r"ids must be a sequence of ints.*\[1.5\]")
+case("NWKernelRegression-int-values", lambda: A.NWKernelRegression()(torch.rand(3), torch.rand(4),
+                                                                    torch.arange(4)), TypeError,
+     r"values must be a floating-point tensor, got dtype torch.int64")
+case("loo_cv_mse-widths-number", lambda: A.loo_cv_mse(torch.rand(4), torch.rand(4), widths=0.5), TypeError,
+     r"widths must be a sequence of widths, got the number 0.5: pass \[0.5\]")
+case("loo_cv_mse-widths-none", lambda: A.loo_cv_mse(torch.rand(4), torch.rand(4), widths=None), TypeError,
+     r"widths must be a sequence of widths, got NoneType")
+case("attention_rollout-no-heads", lambda: A.attention_rollout([torch.rand(1, 0, 3, 3)]), ValueError,
+     r"attentions\[0\] has no heads to average \(shape \(1, 0, 3, 3\)\)")
+case("attention_rollout-residual-str", lambda: A.attention_rollout(rollout_layers(3), residual="no"), TypeError,
+     r"residual must be a bool, got str")
+case("ViT-empty-batch", lambda: vit()(IMG[:0]), ValueError, r"images must not be empty.*\(0, 1, 8, 8\)")
+case("sdp-need-weights-str", lambda: sdp(q4, k4, v4, need_weights="yes"), TypeError, r"need_weights must be a bool, got str")
+
 
 @pytest.mark.parametrize(("call", "error", "message"), CASES)
 def test_bad_call_gets_a_clear_error(call, error, message):
@@ -777,14 +982,61 @@ def test_bad_call_gets_a_clear_error(call, error, message):
 def test_the_battery_is_large_and_covers_every_public_name():
     assert len(CASES) >= 150
     ids = " ".join(c.id for c in CASES)
-    skip = {"KERNELS", "PRESETS", "History", "Pair", "Translation", "best_device",  # data / no arguments
-            "length_buckets", "load_fra_eng", "novel_pair_fraction", "split_pairs",  # the data loaders
+    skip = {"KERNELS", "PRESETS", "History", "Translation", "best_device",  # data / no arguments
             "AttentionModule", "Seq2Seq"}  # a base class; an alias of EncoderDecoder
     aliases = {"TransformerEncoderBlock": "EncoderBlock", "TransformerDecoderBlock": "DecoderBlock",
                "LearnedPositionalEmbedding": "LearnedPE", "MultiHeadAttention": "MHA",
                "scaled_dot_product": "sdp", "train_seq2seq": "train-"}
     missing = [n for n in A.__all__ if n not in skip and aliases.get(n, n) not in ids]
     assert not missing
+
+
+def test_empty_inputs_with_a_natural_answer_give_it():
+    """An empty batch (or no queries, or no keys) has an empty answer, whatever the mask."""
+    for lens in (None, torch.zeros(0, dtype=torch.long), torch.zeros(0, 3), torch.zeros(0, 4, dtype=torch.bool)):
+        assert A.masked_softmax(torch.rand(0, 3, 4), lens).shape == (0, 3, 4)
+    assert A.make_mask(torch.zeros(0, dtype=torch.long), 0, 3, 4).shape == (0, 1, 4)
+    assert A.masked_softmax(torch.rand(2, 0, 4), torch.tensor([1, 2])).shape == (2, 0, 4)
+    W = A.masked_softmax(torch.rand(2, 3, 4), torch.tensor([[1, 2, 3], [0, 4, 2]]))  # per query, one row empty
+    assert not W.isnan().any() and torch.equal(W[1, 0], torch.zeros(4))
+    torch.testing.assert_close(W.sum(-1), torch.tensor([[1.0, 1.0, 1.0], [0.0, 1.0, 1.0]]))
+    assert A.attention_rollout([torch.rand(0, 2, 3, 3)]).shape == (0, 3, 3)
+    assert A.PositionWiseFFN(16, 8)(torch.rand(0, 3, 8)).shape == (0, 3, 8)
+
+
+@pytest.mark.parametrize("name", [*ATTENTIONS, "LocationAttention"])
+@pytest.mark.parametrize("record", [False, True])
+def test_padding_garbage_never_reaches_an_output(name, record):
+    """NaN in values: padding that no query sees never leaks, and a fully masked row stays
+    exactly 0 even when another query sees the NaN (it was ``0 * NaN``), on both paths."""
+    torch.manual_seed(0)
+    m = ATTENTIONS.get(name, lambda: A.LocationAttention(4, 5))()
+    values = v.clone()
+    values[0, 3:], values[1, 1] = float("nan"), float("nan")  # padding of sequence 0; a key of 1
+    lens = torch.tensor([[3, 3, 3], [0, 2, 2]])  # sequence 1: query 0 sees nothing
+    with A.record_attention(m) if record else contextlib.nullcontext():
+        out = m(q, k, values, lens)
+    assert torch.isfinite(out[0]).all(), out
+    assert torch.equal(out[1, 0], torch.zeros(6))
+
+
+def test_one_mask_for_every_query_may_be_1d():
+    mask = torch.tensor([True, True, True, False, False])
+    for need_weights in (False, True):
+        out, _ = A.scaled_dot_product(q4, k4, v4, mask, need_weights=need_weights)
+        torch.testing.assert_close(out, A.scaled_dot_product(q4[..., :, :], k4[..., :3, :], v4[..., :3, :])[0])
+
+
+def test_every_gru_decoder_still_takes_its_own_state():
+    """The state checks accept what init_state builds (bidirectional and multi-layer encoders too)."""
+    for make in RNN_DECODERS.values():
+        torch.manual_seed(0)
+        for enc in (A.Seq2SeqEncoder(20, 4, 8, 2, bidirectional=True), A.Seq2SeqEncoder(20, 4, 8, 2)):
+            d = make(20, 4, 8, 2)
+            state = d.init_state(enc(src_ids(), torch.tensor([4, 2])), torch.tensor([4, 2]))
+            logits, state = d(src_ids(), state)
+            picked = d.reorder_state(state, torch.tensor([1, 1, 0]))
+            assert logits.shape == (2, 4, 20) and d(src_ids(3, 1), picked)[0].shape == (3, 1, 20)
 
 
 def classify() -> dict[str, list[str]]:

@@ -28,13 +28,22 @@ def _tiny_table(kind, d2l=None):
 
 def test_core_table_runs_and_agrees():
     rows = _tiny_table("core")
-    assert {r["candidate"] for r in rows} == {"sdpa", "attnlib", "attnlib (weights)"}
-    assert len(rows) == 3 * 2 * 3  # masks x modes x candidates
+    assert {r["candidate"] for r in rows} == {"sdpa", "attnlib", "attnlib (weights)", "blockwise"}
+    assert len(rows) == 3 * 2 * 4  # masks x modes x candidates
     assert all(r["agrees"] for r in rows)
     assert all(r["ratio_to_sdpa"] == 1.0 for r in rows if r["candidate"] == "sdpa")
     assert all(r["peak_mib"] > 0 for r in rows)
     assert {r["sdpa_kernel"] for r in rows if r["candidate"] == "sdpa"} == {
         "flash (fused CPU kernel)"}
+
+
+def test_long_table_blockwise_agrees_and_saves_memory(monkeypatch):
+    monkeypatch.setattr(attention, "LONG_QUICK_SIZES", (64, 256))
+    rows = attention.long_table(CPU, quick=True, budget_s=0.0, log=lambda *_: None)
+    assert [r["candidate"] for r in rows[:3]] == ["sdpa", "materialised", "blockwise"]
+    assert all(r["agrees"] for r in rows)
+    at = {r["candidate"]: r["peak_mib"] for r in rows if r["n"] == 256}
+    assert at["materialised"] >= 256 * 256 * 4 / 2**20 and at["sdpa"] < at["materialised"]
 
 
 def test_module_table_all_candidates_agree(d2l):
@@ -91,7 +100,7 @@ def test_limit_and_matmul_peak():
     lim = attention.limit(CPU, n=32, batch=1, heads=1, head_dim=8, budget_s=0.0)
     assert lim["flops_fwd"] == 4 * 32 * 32 * 8
     assert lim["matmul_peak"]["gflops_median"] > 0
-    assert set(lim["candidates"]) == {"sdpa", "attnlib", "attnlib (weights)"}
+    assert set(lim["candidates"]) == {"sdpa", "attnlib", "attnlib (weights)", "blockwise"}
 
 
 def test_training_runs_on_tiny_data(d2l):

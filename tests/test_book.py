@@ -6,6 +6,12 @@ every image must load, the console must stay free of errors, nothing may be fetc
 host, and widgets must show a static snapshot instead of an empty box. A screenshot of each page is
 saved under build/book-screenshots/.
 
+Accessibility (issue 32): axe-core (pinned, fetched once by ``make book-deps`` into .venv, injected
+into each page from there) must find no violation of the WCAG 2.0/2.1 A and AA rules on any page;
+every formula keeps MathJax's assistive MathML; every image has a text alternative that is not a
+file name, and every figure of a chapter has a caption (both written in the chapters' cell
+metadata, see docs/book.md).
+
 Browser: ``$CHROME`` if set, else chromium / google-chrome on PATH (on Debian and Ubuntu
 ``make test`` installs the ``chromium`` package when run as root), driven by Playwright
 (``bench.lab.find_chromium``; Playwright never downloads a browser here).
@@ -33,19 +39,25 @@ SHOTS = ROOT / "build" / "book-screenshots"
 CHAPTERS = sorted(
     ROOT.glob("notebooks/[0-9][0-9]_*.ipynb"), key=lambda p: (int(p.name[:2]), p.name)
 )
-PAGES = [
-    "intro",
-    *[f"notebooks/{p.stem}" for p in CHAPTERS],
-    "glossary",
-    "references",
-    "results/bench",
-]
 
 pytestmark = pytest.mark.slow
 
 _spec = importlib.util.spec_from_file_location("build_book", ROOT / "scripts" / "build_book.py")
 build_book = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build_book)
+
+PAGES = [
+    "intro",
+    *[f"notebooks/{p.stem}" for p in CHAPTERS],
+    "glossary",
+    "references",
+    "results/bench",
+    *[f"docs/{name}" for name in build_book.bench_docs()],
+    "genindex",
+    "search",
+]
+# The rule sets axe-core checks: WCAG 2.0 and 2.1, levels A and AA.
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 
 
 # --------------------------------------------------------------------------- pure functions
@@ -147,6 +159,67 @@ def test_widget_views_become_a_static_snapshot():
     assert bar["text"] == "epochs: 100% 200/200 [00:03<00:00]\n"
 
 
+def _soup(html_file: Path):
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(html_file.read_text(encoding="utf-8"), "html.parser")
+
+
+PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+def test_cell_metadata_gives_figures_alt_text_and_captions_widget_snapshots_too(tmp_path):
+    """A real (small) build: a plotting cell and a widget cell, each with a caption and alt text in
+    its metadata, become <figure>s with <img alt> and <figcaption>; the cell's other outputs (a
+    table, the widget snapshot's note) stay outside the figure."""
+
+    def image():
+        data = {"image/png": PNG_1PX, "text/plain": "<Figure size 100x100 with 1 Axes>"}
+        return {"output_type": "display_data", "metadata": {}, "data": data}
+
+    def texts(n):
+        alt = f"Alt text {n}: a heatmap whose diagonal is bright, so each query attends to itself."
+        return {"mystnb": {"figure": {"caption": f"Caption {n}, with $x^2$."}, "image": {"alt": alt}}}
+
+    table = {"output_type": "display_data", "metadata": {},
+             "data": {"text/html": "<table><tr><td>a table</td></tr></table>", "text/plain": "t"}}
+    stream = {"output_type": "stream", "name": "stdout", "text": "printed\n"}
+    plot = {"cell_type": "code", "metadata": texts(1), "source": "plot()", "execution_count": 1,
+            "outputs": [stream, image(), table]}
+    view = {build_book.WIDGET_VIEW: {"model_id": "box"}, "text/plain": "interactive(...)"}
+    widget = {"cell_type": "code", "metadata": texts(2), "source": "ui", "execution_count": 2,
+              "outputs": [{"output_type": "display_data", "metadata": {}, "data": view}]}
+    state = {
+        "box": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_s", "IPY_MODEL_o"]}},
+        "s": {"model_name": "FloatSliderModel", "state": {"description": "width", "value": 0.5}},
+        "o": {"model_name": "OutputModel", "state": {"outputs": [image()]}},
+    }
+    meta = {"widgets": {build_book.WIDGET_STATE: {"state": state}},
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    nb = _nb(_md("# 1. Fixture"), plot, widget, metadata=meta)
+    for i, cell in enumerate(nb["cells"]):
+        cell["id"] = f"cell-{i}"
+    assert build_book.notebook_figure_problems(nb) == []
+    src = tmp_path / "src"
+    for name in ("_config.yml", "intro.md", "favicon.svg"):
+        build_book._write(src / name, (build_book.BOOK / name).read_bytes())
+    for f in (build_book.BOOK / "_ext").glob("*.py"):
+        build_book._write(src / "_ext" / f.name, f.read_bytes())
+    build_book.static_widgets(nb)
+    build_book._write(src / "notebooks" / "01_fixture.ipynb", json.dumps(nb))
+    build_book._write(src / "_toc.yml", build_book.toc([(Path("01_fixture.ipynb"), nb)]))
+    build_book.sphinx_build(src, tmp_path / "html", tmp_path / "doctrees", fresh=True)
+
+    soup = _soup(tmp_path / "html" / "notebooks" / "01_fixture.html")
+    figures = soup.select("figure")
+    assert [f.img["alt"] for f in figures] == [texts(n)["mystnb"]["image"]["alt"] for n in (1, 2)]
+    captions = [f.figcaption.get_text(" ", strip=True) for f in figures]
+    assert captions[0].startswith("Fig. 1 Caption 1, with") and "Caption 2" in captions[1], captions
+    assert figures[0].select_one(".math"), "the caption's formula is typeset like the prose's"
+    assert soup.find(string="a table").find_parent("figure") is None
+    assert soup.select_one(".widget-snapshot").find_parent("figure") is None
+
+
 # --------------------------------------------------------------------------- the built site
 @pytest.fixture(scope="module")
 def site():
@@ -198,6 +271,18 @@ def browser():
         chromium.close()
 
 
+@pytest.fixture(scope="module")
+def axe():
+    """The pinned axe-core that `make book-deps` cached; never fetched here."""
+    path = build_book.AXE_CACHE / "axe.min.js"
+    if not (build_book.AXE_CACHE / ".complete").exists() or not path.is_file():
+        pytest.fail(
+            f"axe-core {build_book.AXE_VERSION} is not in {build_book.AXE_CACHE}: run "
+            "`make book-deps` once (it fetches it from the npm registry and checks its hash)"
+        )
+    return path
+
+
 # Runs in the page once it has loaded: waits for MathJax and the images, then reports.
 REPORT_JS = r"""
 (async () => {
@@ -218,8 +303,14 @@ REPORT_JS = r"""
     untypeset: math.filter(e => !e.querySelector('mjx-container'))
       .map(e => e.textContent.slice(0, 80)),
     mjx: main.querySelectorAll('mjx-container').length,
+    // MathJax's assistive MathML: what a screen reader reads instead of the SVG drawing.
+    mjxAll: document.querySelectorAll('mjx-container').length,
+    mjxAssistive: [...document.querySelectorAll('mjx-container')]
+      .filter(c => c.querySelector('mjx-assistive-mml math')).length,
     texErrors: [...main.querySelectorAll('mjx-merror')].map(e => e.getAttribute('data-mjx-error')),
-    rawTex: ['$$', '\\(', '\\[', '\\begin{'].filter(s => text.textContent.includes(s)),
+    // Delimiters, and TeX commands outside any formula (a `$...$` that Markdown broke apart).
+    rawTex: ['$$', '\\(', '\\[', '\\begin{'].filter(s => text.textContent.includes(s))
+      .concat((text.textContent.match(/\\[a-zA-Z]{2,}/g) || []).slice(0, 3)),
     images: document.images.length,
     brokenImages: [...document.images].filter(i => !(i.complete && i.naturalWidth > 0))
       .map(i => i.src),
@@ -227,6 +318,7 @@ REPORT_JS = r"""
                  + (main.textContent.includes('interactive(children=') ? 1 : 0),
     snapshots: document.querySelectorAll('.widget-snapshot').length,
     height: Math.ceil(document.documentElement.scrollHeight),
+    mode: document.documentElement.dataset.mode || '',
   });
 })()
 """
@@ -235,17 +327,30 @@ REPORT_JS = r"""
 # Screenshots show a tall first screen (and the first widget snapshot): a full-page capture of a
 # long chapter costs seconds of re-layout each.
 VIEWPORT = {"width": 1280, "height": 2400}
+REFLOW_WIDTH = 320  # CSS pixels: WCAG 2.1's reflow width, where nothing may scroll sideways
 SCROLL_TO_WIDGET_JS = """(() => { const e = document.querySelector('.widget-snapshot');
   if (!e) return false; window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 600);
   return true; })()"""
 
 
-def open_page(browser, url: str) -> tuple[dict, list[str], list[str], dict[str, bytes]]:
-    """Load ``url``; return (report, console errors, requests to other hosts, PNG screenshots)."""
+# Runs axe-core (injected from the local copy) on the whole page: the WCAG 2.0/2.1 A and AA rules.
+AXE_JS = """async (tags) => (await axe.run(document, {
+  runOnly: {type: 'tag', values: tags}, resultTypes: ['violations'],
+})).violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+  nodes: v.nodes.map(n => n.target.join(' ') + ': ' + n.html.slice(0, 120))}))"""
+
+
+def open_page(
+    browser, url: str, axe: Path | None = None, mode: str = "light"
+) -> tuple[dict, list[str], list[str], dict[str, bytes]]:
+    """Load ``url``; return (report, console errors, requests to other hosts, PNG screenshots).
+    With ``axe`` (the path of axe.min.js) the report's "axe" lists axe-core's violations.
+    ``mode`` is the theme's colour mode ("light" or "dark", the reader's choice on the site)."""
     base = url.split("/")[0] + "//" + url.split("/")[2] if url.startswith("http") else "file://"
     context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
     try:
         page = context.new_page()
+        page.add_init_script(f"localStorage.setItem('mode', '{mode}')")  # the theme reads it
         errors, remote = [], []
         page.on("console", lambda m: errors.append(f"{m.text} {m.location.get('url', '')}".strip())
                 if m.type in ("error", "assert") else None)
@@ -254,17 +359,37 @@ def open_page(browser, url: str) -> tuple[dict, list[str], list[str], dict[str, 
                 else remote.append(r.url))
         page.goto(url, wait_until="load", timeout=60_000)
         report = json.loads(page.evaluate(REPORT_JS))
+        page_errors = errors
+        if axe is not None:
+            # axe re-fetches the stylesheets to read their rules and resolves the theme's
+            # `@import "../basic.css"` against the page rather than the stylesheet: that 404 is
+            # axe's, not the site's, so the page's console is read before axe runs.
+            page_errors = list(errors)
+            page.add_script_tag(path=str(axe))
+            report["axe"] = page.evaluate(AXE_JS, AXE_TAGS)
         shots = {"": page.screenshot()}
         if page.evaluate(SCROLL_TO_WIDGET_JS):
             shots["__widget"] = page.screenshot()
-        return report, errors, remote, shots
+        # Reflow (WCAG 1.4.10): how wide the page is on a 320 px screen (or at 400 % zoom).
+        page.set_viewport_size({"width": REFLOW_WIDTH, "height": 800})
+        report["reflowWidth"] = page.evaluate(
+            "new Promise(r => requestAnimationFrame(() => r(document.documentElement.scrollWidth)))"
+        )
+        return report, page_errors, remote, shots
     finally:
         context.close()
 
 
+def _axe_summary(violations: list[dict]) -> str:
+    return "\n".join(
+        f"  {v['id']} ({v['impact']}): {v['help']}\n" + "\n".join(f"    {n}" for n in v["nodes"][:5])
+        for v in violations
+    )
+
+
 @pytest.mark.parametrize("page", PAGES)
-def test_page_renders_offline_in_chromium(page, server, browser):
-    report, errors, remote, shots = open_page(browser, f"{server}/{page}.html")
+def test_page_renders_offline_in_chromium(page, server, browser, axe):
+    report, errors, remote, shots = open_page(browser, f"{server}/{page}.html", axe)
     SHOTS.mkdir(parents=True, exist_ok=True)
     for suffix, png in shots.items():
         (SHOTS / f"{page.replace('/', '__')}{suffix}.png").write_bytes(png)
@@ -277,6 +402,17 @@ def test_page_renders_offline_in_chromium(page, server, browser):
         f"images that did not load on {page}: {report['brokenImages']}"
     )
     assert report["widgetViews"] == 0, f"live widget views (empty boxes) left on {page}"
+    assert not report["axe"], f"axe-core found WCAG A/AA violations on {page}:\n" + _axe_summary(
+        report["axe"]
+    )
+    assert report["reflowWidth"] <= REFLOW_WIDTH, (
+        f"{page} is {report['reflowWidth']} px wide on a {REFLOW_WIDTH} px screen: it scrolls "
+        "sideways (WCAG 1.4.10)"
+    )
+    assert report["mjxAssistive"] == report["mjxAll"], (
+        f"{page}: only {report['mjxAssistive']} of {report['mjxAll']} formulas carry assistive "
+        "MathML for screen readers"
+    )
     if page.startswith("notebooks/"):
         nb = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))
         has_math = "$" in build_book.markdown_text(nb)
@@ -293,6 +429,51 @@ def test_page_renders_offline_in_chromium(page, server, browser):
         assert not has_image or report["images"] > 0, f"{page} lost its figures"
 
 
+@pytest.mark.parametrize("page", PAGES)
+def test_images_have_text_alternatives_and_chapter_figures_captions(page, site):
+    """Every <img> says what it shows (not its file name, Sphinx's default alt); every image a
+    chapter's cell shows (a widget snapshot's too) is a <figure> with a <figcaption>."""
+    problems = []
+    for img in _soup(site / f"{page}.html").find_all("img"):
+        why = build_book.text_problem(img.get("alt"), 1)
+        if why:
+            problems.append(f"<img src={img.get('src')!r}>: its alt text {why}")
+        if img.find_parent(class_="cell_output") is not None:
+            figure = img.find_parent("figure")
+            caption = figure.find("figcaption") if figure else None
+            if caption is None or not caption.get_text(strip=True):
+                problems.append(f"<img src={img.get('src')!r}>: no caption (<figcaption>)")
+    assert not problems, (
+        f"{page}: {len(problems)} image problems (write each figure's caption and alt text in "
+        "its cell's metadata, see docs/book.md):\n" + "\n".join(problems)
+    )
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_chinese_text_is_marked_as_chinese(page, site):
+    """The glossaries' Chinese sits in elements with lang="zh-Hans", so a screen reader switches
+    to Chinese for it (WCAG 3.1.2); code and program output are left as they are."""
+    soup = _soup(site / f"{page}.html")
+    unmarked = [
+        str(text).strip()
+        for text in soup.find_all(string=re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]"))
+        if not text.find_parent(["script", "style", "pre", "code", "title"])
+        and not text.find_parent(lang=re.compile(r"^zh"))
+    ]
+    assert not unmarked, f"{page}: Chinese without lang: {unmarked[:10]}"
+
+
+def test_dark_mode_has_no_axe_violations(server, browser, axe):
+    """The theme's dark mode (one click away on every page) has its own colours: contrast is
+    checked on the last chapter and the glossary."""
+    for page in [p for p in PAGES if p.startswith("notebooks/")][-1:] + ["glossary"]:
+        report, *_ = open_page(browser, f"{server}/{page}.html", axe, mode="dark")
+        assert report["mode"] == "dark", report["mode"]
+        assert not report["axe"], f"axe-core found violations on {page} in dark mode:\n" + (
+            _axe_summary(report["axe"])
+        )
+
+
 def test_a_chapter_renders_from_disk(site, browser):
     page = f"notebooks/{CHAPTERS[0].stem}" if CHAPTERS else "intro"
     report, errors, remote, _ = open_page(browser, (site / f"{page}.html").as_uri())
@@ -300,15 +481,21 @@ def test_a_chapter_renders_from_disk(site, browser):
     assert not report["untypeset"] and not report["brokenImages"], report
 
 
-def test_the_browser_check_catches_a_broken_page(tmp_path, browser):
+def test_the_browser_check_catches_a_broken_page(tmp_path, browser, axe):
     page = tmp_path / "broken.html"
     page.write_text(
         '<html><body><main><p><span class="math">\\(x^2\\)</span> and $$y$$</p>'
+        '<p>the score $\\mathbf{v}^\\top</p><ul><li>+ W$</li></ul>'
+        '<p><code>FraEngData(**attnlib.presets.REAL_DATA_DEFAULTS_AND_MORE)</code></p>'
         '<img src="missing.png"><script>console.error("boom")</script>'
         '<script src="http://cdn.invalid/mathjax.js"></script></main></body></html>'
     )
-    report, errors, remote, _ = open_page(browser, page.as_uri())
+    report, errors, remote, _ = open_page(browser, page.as_uri(), axe)
     assert any("boom" in e for e in errors)
     assert remote == ["http://cdn.invalid/mathjax.js"]
-    assert report["untypeset"] == ["\\(x^2\\)"] and report["rawTex"] == ["$$", "\\("]
+    assert report["untypeset"] == ["\\(x^2\\)"]
+    assert report["rawTex"] == ["$$", "\\(", "\\mathbf", "\\top"]
+    assert report["reflowWidth"] > REFLOW_WIDTH  # unbreakable code widens the page
     assert len(report["brokenImages"]) == 1 and report["mjx"] == 0
+    # axe sees the image without a text alternative and the page without a language.
+    assert {"image-alt", "html-has-lang"} <= {v["id"] for v in report["axe"]}, report["axe"]

@@ -110,6 +110,15 @@ def test_public_paths_run_with_the_model_on_another_device(kind):
         A.train_seq2seq(m, data(), 1, 0.01, device=META, progress=False)
 
 
+def test_chapter_9_language_model_samples_and_trains_on_another_device():
+    from attnlib import lm as lm_module
+    m = A.EfficientLM(12, 8, 16, num_heads=2, max_len=16, num_kv_heads=1, window=3).to(META)
+    vocab = lm_module.char_vocab(["go .", "hi ."])
+    with FakeAccelerator(reads="zeros"):
+        A.sample(m, torch.ones(2, 2, dtype=torch.long, device=META), 4, 1.0, 3)
+        lm_module.train_lm(m, ["go .", "hi ."], vocab, 1, batch_size=2, device=META)
+
+
 def test_chapter_7_bug_gets_a_clear_error():
     """Chapter 7 once built ``src_ids`` on the CPU for a model on the GPU."""
     m = model("transformer").to(META)
@@ -189,7 +198,36 @@ def _forward_passes(device) -> list:
         enc = m.encoder(src)  # without lengths: packing reads them on the host (see the docs)
         cases.append((m.decoder, (tgt_in, m.decoder.init_state(enc, src_lens))))
     cases.append((_decode_with_cache(device), ()))
+    cases += _chapter_9_cases(device)
     return cases
+
+
+def _chapter_9_cases(device) -> list:
+    """attnlib.efficient's public paths: blockwise, windows with their cache, GQA, linear, ALiBi."""
+    q, k, v = (torch.randn(2, 2, n, 4, device=device) for n in (3, 5, 5))
+    pad = torch.tensor([5, 2], device=device)
+    mask = (torch.arange(5, device=device) < pad[:, None])[:, None, None]  # (2, 1, 1, 5)
+    lm = A.EfficientLM(10, 8, 16, num_heads=2, max_len=12, num_kv_heads=1, window=3).to(device)
+    ids = torch.ones(2, 4, dtype=torch.long, device=device)
+
+    def decode():
+        caches = lm.init_caches()
+        for i in range(4):
+            lm(ids[:, i:i + 1], caches)
+
+    pairs, queries, _ = (t.to(device) for t in A.efficient.make_pair_recall_task(2, 3, 2, 5, 4))
+    X = torch.randn(2, 5, 8, device=device)
+    return [(A.blockwise_attention, (q, k, v, mask, True, 2)),
+            (A.linear_attention, (q, k, v, True)),
+            (A.linear_attention_recurrent, (k, k, v)),
+            (A.MultiHeadAttention(8, 2, num_kv_heads=1).to(device), (X, X, X, pad, True)),
+            (lm, (ids,)), (decode, ()),
+            (A.ALiBiAttention(8, 2).to(device), (X, X, X)),
+            (A.KeyValueMemory(5, 4, 8, "linear").to(device), (pairs, queries)),
+            (A.efficient.PositionTagger(5, 4, "alibi", 8).to(device), (ids.clamp(max=4),)),
+            (A.efficient.PositionTagger(5, 4, "rotary", 8).to(device), (ids.clamp(max=4),)),
+            (A.sliding_window_mask, (3, 5, 2, device)),
+            (A.attention_pattern, ("dilated", 6, 2, 2, 1, device))]
 
 
 def _decode_with_cache(device):

@@ -2,8 +2,10 @@
 
 One class is graded once (two jobs, 5 s per cell) and many tests read its grade table: every
 source notebook (full marks), untouched student versions (0) of three assignments, the
-attacks of ``scripts/autograde/attacks.py`` (each with its expected points per exercise) and
-files that are not notebooks. The grader reads a *copy* of the sources and the attacks aim at
+attacks of ``scripts/autograde/attacks.py`` (each with its expected points per exercise; among
+them every route to a call that answers an exercise), one submission per assignment that calls
+what its exercise rules out, submissions through symbolic and hard links, and files that are
+not notebooks. The grader reads a *copy* of the sources and the attacks aim at
 decoy files next to it, so a broken defence can only damage ``tmp_path``.
 """
 import csv
@@ -88,6 +90,23 @@ def graded(tmp_path_factory):
     (subs / "corrupt" / CH03 / f"{CH03}.ipynb").write_text(truncated)
     (subs / "renamed").mkdir()
     shutil.copy(SOURCE / CH03 / f"{CH03}.ipynb", subs / "renamed" / f"{CH03} (1).ipynb")
+    for name in NAMES:
+        (subs / "cheat" / name).mkdir(parents=True)
+        nbformat.write(attacks.cheat(SOURCE, name), subs / "cheat" / name / f"{name}.ipynb")
+    links = {"link_source": source / CH03, "link_other_student": subs / "solver" / CH03,
+             "link_etc": Path("/etc"), "link_loop": subs / "link_loop" / CH03}
+    for student, target in links.items():
+        (subs / student).mkdir()
+        (subs / student / CH03).symlink_to(target)
+    (subs / "link_student_folder").symlink_to(subs / "solver")
+    (subs / "link_notebook" / CH03).mkdir(parents=True)
+    (subs / "link_notebook" / CH03 / f"{CH03}.ipynb").symlink_to(source / CH03 / f"{CH03}.ipynb")
+    (subs / "hard_link" / CH03).mkdir(parents=True)
+    os.link(source / CH03 / f"{CH03}.ipynb", subs / "hard_link" / CH03 / f"{CH03}.ipynb")
+    for student in ("twin", "hard_link_twin"):  # two students hand in one file: neither is graded
+        (subs / student / CH03).mkdir(parents=True)
+    nbformat.write(attacks.untouched(SOURCE, CH03), subs / "twin" / CH03 / f"{CH03}.ipynb")
+    os.link(subs / "twin" / CH03 / f"{CH03}.ipynb", subs / "hard_link_twin" / CH03 / f"{CH03}.ipynb")
     before = digest(tmp, ROOT / "attnlib", ROOT / "scripts", ROOT / "assignments", skip=out)
     lines = []
     run = cli.grade(subs, out, timeout=5, source=source, jobs=2, log=lines.append)
@@ -115,6 +134,47 @@ def test_every_source_scores_full_marks_and_its_student_version_zero(graded, nam
     assert idle["notes"].count("not answered") == sum(1 for k in idle if k.startswith("ex") and idle[k])
     feedback = (graded["run"].feedback / "solver" / f"{name}.md").read_text()
     assert f"Score: {solver['total']} / {solver['max_total']}" in feedback
+
+
+@pytest.mark.parametrize("attack", sorted(attacks.ANSWER_ROUTES))
+def test_every_route_to_the_answer_is_named(graded, attack):
+    row = graded["rows"][attack, CH03]
+    _, used = attacks.ANSWER_ROUTES[attack]
+    assert f"uses {used}, which " in row["notes"], row["notes"]
+    if "in a cell" not in used:
+        assert row["notes"].count(" uses ") == 1, row["notes"]  # exercise 4 only
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_call_that_answers_the_exercise_costs_it_and_says_so(graded, name):
+    row = graded["rows"]["cheat", name]
+    _, _, points, used = attacks.CHEATS[name]
+    got = tuple(int(float(row[f"ex{k}"])) for k in range(1, len(points) + 1))
+    assert (row["status"], got) == ("graded", points), row["notes"]
+    ex = points.index(0) + 1
+    assert f"ex{ex} uses {used}, which this exercise asks you to write yourself" in row["notes"]
+    feedback = (graded["run"].feedback / "cheat" / f"{name}.md").read_text()
+    assert f"ex{ex} uses {used}" in feedback
+    assert graded["rows"]["solver", name]["notes"] == ""  # the honest solution: full marks, no note
+
+
+@pytest.mark.parametrize("student, where, why", [
+    ("link_source", "link_source/" + CH03, "symbolic link"),
+    ("link_other_student", "link_other_student/" + CH03, "symbolic link"),
+    ("link_etc", "link_etc/" + CH03, "symbolic link"),
+    ("link_loop", "link_loop/" + CH03, "symbolic link"),
+    ("link_student_folder", "link_student_folder", "symbolic link"),
+    ("link_notebook", f"{CH03}.ipynb", "symbolic link"),
+    ("hard_link", f"{CH03}.ipynb", f"hard link to the instructor's file {CH03}/{CH03}.ipynb"),
+    ("hard_link_twin", f"{CH03}.ipynb", "hard link to the notebook of hard_link_twin and twin"),
+    ("twin", f"{CH03}.ipynb", "hard link to the notebook of hard_link_twin and twin"),
+])
+def test_no_submission_is_read_through_a_link(graded, student, where, why):
+    row = graded["rows"][student, CH03]
+    assert (row["status"], row["total"]) == ("refused", "0"), row
+    assert row["notes"].startswith(f"not graded: {where} is a {why}") and "submit the notebook itself" in \
+        row["notes"], row["notes"]
+    assert not (graded["run"].folder / "work" / student / CH03 / "submission" / f"{CH03}.ipynb").exists()
 
 
 def test_no_file_outside_the_output_folder_changed(graded):

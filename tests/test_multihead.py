@@ -174,3 +174,60 @@ def test_pre_norm_block_keeps_an_identity_path():
         block.ffn.dense2.bias.zero_()
     X = torch.randn(2, 4, 8)
     torch.testing.assert_close(block(X), X)
+
+
+# --- grouped-query attention (chapter 9) --------------------------------------------------------
+
+def test_gqa_with_as_many_kv_heads_as_heads_is_plain_mha():
+    torch.manual_seed(0)
+    plain = A.MultiHeadAttention(16, 4, bias=True).eval()
+    torch.manual_seed(0)
+    gqa = A.MultiHeadAttention(16, 4, bias=True, num_kv_heads=4).eval()
+    q, kv = torch.randn(2, 3, 16), torch.randn(2, 5, 16)
+    torch.testing.assert_close(gqa(q, kv, kv, torch.tensor([5, 2])), plain(q, kv, kv, torch.tensor([5, 2])))
+    torch.testing.assert_close(gqa(q, kv, kv), torch_mha_like(plain)(q, kv, kv, need_weights=False)[0])
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2])
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_gqa_matches_sdpa_with_shared_heads(num_kv_heads, need_weights):
+    """Each group of query heads reads the same key/value head: torch's enable_gqa reference."""
+    torch.manual_seed(1)
+    mha = A.MultiHeadAttention(16, 4, num_kv_heads=num_kv_heads).eval()
+    X = torch.randn(2, 6, 16)
+    q = mha.transpose_qkv(mha.W_q(X))  # (batch, 4, n, 4)
+    k, v = (mha.transpose_qkv(W(X), num_kv_heads) for W in (mha.W_k, mha.W_v))  # (batch, g, n, 4)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    expected = mha.W_o(mha.transpose_output(ref))
+    with A.record_attention(mha) if need_weights else torch.no_grad():
+        torch.testing.assert_close(mha(X, X, X, causal=True), expected)
+    assert mha.W_k.out_features == mha.W_v.out_features == 4 * num_kv_heads
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2, 4])
+def test_gqa_kv_cache_keeps_only_the_kv_heads(num_kv_heads):
+    torch.manual_seed(2)
+    mha = A.MultiHeadAttention(16, 4, num_kv_heads=num_kv_heads).eval()
+    X = torch.randn(2, 7, 16)
+    cache = A.KVCache()
+    steps = [mha(X[:, i:i + 1], X[:, i:i + 1], X[:, i:i + 1], causal=True, cache=cache) for i in range(7)]
+    torch.testing.assert_close(torch.cat(steps, 1), mha(X, X, X, causal=True))
+    assert cache.k.shape == (2, num_kv_heads, 7, 4)
+
+
+def test_gqa_gradients_reach_the_shared_projections():
+    mha = A.MultiHeadAttention(8, 4, num_kv_heads=2)
+    X = torch.randn(2, 5, 8, requires_grad=True)
+    mha(X, X, X, causal=True).sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in mha.parameters())
+    assert X.grad.isfinite().all()
+
+
+@pytest.mark.parametrize("num_kv_heads, error, match", [
+    (3, ValueError, r"num_kv_heads \(3\) must divide num_heads \(4\)"),
+    (0, ValueError, "num_kv_heads must be a positive int"),
+    (2.0, TypeError, "num_kv_heads must be an int"),
+])
+def test_gqa_bad_num_kv_heads(num_kv_heads, error, match):
+    with pytest.raises(error, match=match):
+        A.MultiHeadAttention(16, 4, num_kv_heads=num_kv_heads)

@@ -3,6 +3,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # tests only; notebooks keep the inline backend
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
@@ -73,7 +74,41 @@ def test_heatmap_grid_labels_crop_and_shared_scale():
     assert [t.get_text() for t in axes[3].get_xticklabels()] == list("abcde")
     assert axes[0].get_title() == "h1" and axes[3].get_ylabel().startswith("L2")
     assert image.get_cmap().name == "viridis"
+    assert fig.axes[6].get_ylabel() == "attention weight"  # the colour bar says what it measures
     plt.close(fig)
+
+
+def _lightness(cmap_name: str, n: int = 256) -> np.ndarray:
+    """What a greyscale print shows of ``cmap_name``: relative luminance along the map."""
+    rgb = matplotlib.colormaps[cmap_name](np.linspace(0, 1, n))[:, :3]
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return linear @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def test_weights_get_a_sequential_map_that_reads_in_greyscale():
+    fig = A.show_heatmaps(torch.softmax(torch.randn(4, 5), dim=-1))
+    image = fig.axes[0].images[0]
+    lightness = _lightness(image.get_cmap().name)
+    assert (np.diff(lightness) > 0).all()  # darker means less weight, on paper too
+    assert image.get_clim()[0] == 0.0
+    plt.close(fig)
+
+
+def test_signed_values_get_a_diverging_map_centred_on_zero():
+    M = torch.tensor([[-0.5, 0.2], [1.5, float("nan")]])
+    fig = A.show_heatmaps(M, xlabel="dimension", ylabel="position")  # signed: detected
+    image, bar = fig.axes[0].images[0], fig.axes[1]
+    assert image.get_clim() == (-1.5, 1.5) and bar.get_ylabel() == "value"
+    lightness = _lightness(image.get_cmap().name)
+    middle = len(lightness) // 2
+    assert (np.diff(lightness[:middle]) > 0).all() and (np.diff(lightness[middle:]) < 0).all()
+    fig2 = A.show_heatmaps(torch.rand(3, 3), signed=True, colorbar_label="score")
+    low, high = fig2.axes[0].images[0].get_clim()
+    assert low == -high and fig2.axes[1].get_ylabel() == "score"
+    fig3 = A.show_heatmaps(M, signed=False, cmap="magma", vmin=-1.0, vmax=2.0)
+    assert fig3.axes[0].images[0].get_cmap().name == "magma"
+    assert fig3.axes[0].images[0].get_clim() == (-1.0, 2.0)
+    plt.close("all")
 
 
 def test_heatmap_accepts_d2l_call_and_2d():

@@ -234,7 +234,12 @@ def test_weights_path_computes_half_precision_in_float32(dtype):
     mask = torch.arange(128) < torch.tensor([128, 70]).view(2, 1, 1, 1)  # (batch, 1, 1, keys)
     ref = torch.nn.functional.scaled_dot_product_attention(
         q.double(), k.double(), v.double(), attn_mask=mask)
-    fused, weighted, weights = _both_paths(q, k, v, mask)
+    try:
+        fused, weighted, weights = _both_paths(q, k, v, mask)
+    except RuntimeError as err:  # torch's own limit, e.g. ATEN_CPU_CAPABILITY=default on an AVX-512 Xeon
+        if "pack_vnni2 is only supported when avx512 is supported" not in str(err):
+            raise
+        pytest.skip(f"torch cannot run this dtype with these CPU kernels: {err}")
     assert weighted.dtype == weights.dtype == dtype
     scale = ref.abs().max()
     fused_err = ((fused.double() - ref).abs().max() / scale).item()

@@ -70,14 +70,20 @@ def test_cache_gives_the_same_logits_as_the_whole_prefix(pre_norm):
     torch.testing.assert_close(torch.cat((a, b), 1), full, atol=1e-5, rtol=1e-4)
 
 
-def test_a_stale_state_changes_the_positions():
-    """Reusing a state continues the positions: start each new prefix from a fresh init_state."""
+def test_a_state_fed_twice_is_refused():
+    """Feeding a state again would continue its caches (positions 6.. for a second prefix):
+    refused; the returned state continues, and a fresh init_state starts over."""
     model = make().eval()
     src, tgt, vl = batch()
     state = model.encode(src, vl)
-    first, state = model.decoder(tgt, state)
-    second, _ = model.decoder(tgt, state)
-    assert not torch.allclose(first, second)
+    first, later = model.decoder(tgt, state)
+    with pytest.raises(ValueError, match=r"state was already fed to the decoder.*init_state"):
+        model.decoder(tgt, state)
+    with pytest.raises(ValueError, match=r"state was already fed"):
+        model.decoder.reorder_state(state, torch.tensor([0]))
+    again, _ = model.decoder(tgt, model.encode(src, vl))
+    torch.testing.assert_close(again, first)
+    assert model.decoder(tgt[:, :1], later)[0].shape == (3, 1, TGT_V)  # the returned state goes on
 
 
 def test_decoder_block_alone_with_and_without_a_cache():

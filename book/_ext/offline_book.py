@@ -1,10 +1,23 @@
-"""Sphinx extension: keep every page of the book loadable with no network.
+"""Sphinx extension: keep every page of the book loadable with no network, and accessible.
 
-sphinx-thebe (always loaded by Jupyter Book 1) puts the address of its CDN bundle into every page,
-for a "live code" button this book does not use (launch buttons are off). This drops its scripts,
-and warns about any other script or stylesheet that would come from another host.
+* sphinx-thebe (always loaded by Jupyter Book 1) puts the address of its CDN bundle into every
+  page, for a "live code" button this book does not use (launch buttons are off). This drops its
+  scripts, and warns about any other script or stylesheet that would come from another host.
+* The sidebar's expand/collapse toggles (a ``<summary>`` holding only a chevron icon) get a name a
+  screen reader can say: "Sections of <page title>" (axe-core's rule ``summary-name``).
+* A chapter cell's figure caption (cell metadata ``mystnb.figure.caption``) belongs to the cell's
+  image: MyST-NB wraps every displayed output of the cell in a figure, so a cell that also shows a
+  table or a widget snapshot's note would repeat the caption. Figures without an image are
+  unwrapped before the figures are numbered.
+* Chinese text in English pages (the glossaries) is marked ``lang="zh-Hans"``, so a screen reader
+  reads it as Chinese (WCAG 3.1.2, language of parts).
 """
 
+import re
+
+from bs4 import BeautifulSoup
+from docutils import nodes
+from docutils.transforms import Transform
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
@@ -25,6 +38,94 @@ def _offline_assets(app: Sphinx, pagename: str, templatename: str, context: dict
         context[key] = assets
 
 
+def name_toc_toggles(html: str) -> str:
+    """Give each nameless sidebar ``<summary>`` a visually hidden text naming what it opens."""
+    soup = BeautifulSoup(html, "html.parser")
+    for summary in soup.select("details > summary"):
+        if summary.get_text(strip=True):
+            continue
+        item = summary.find_parent("li")
+        link = item.find("a", recursive=False) if item else None
+        title = link.get_text(" ", strip=True) if link else ""
+        hidden = soup.new_tag("span", attrs={"class": "visually-hidden"})
+        hidden.string = f"Sections of {title}" if title else "Sections"
+        summary.insert(0, hidden)
+    return str(soup)
+
+
+def _named_toc_toggles(app: Sphinx, pagename: str, templatename: str, context: dict, doctree):
+    generate = context.get("generate_toctree_html")  # pydata-sphinx-theme's sidebar builder
+    if generate is None or getattr(generate, "names_toggles", False):
+        return
+
+    def generate_named(*args, **kwargs) -> str:
+        return name_toc_toggles(str(generate(*args, **kwargs)))
+
+    generate_named.names_toggles = True
+    context["generate_toctree_html"] = generate_named
+
+
+class UnwrapFiguresWithoutImage(Transform):
+    """Keep a cell's caption on its image: unwrap the figures MyST-NB made around outputs that
+    offer no image (a table, a widget snapshot's note). Runs when the page is read, before
+    Sphinx numbers the figures, so the numbers count only real figures."""
+
+    default_priority = 500
+
+    def apply(self, **kwargs) -> None:
+        for figure in list(self.document.findall(nodes.figure)):
+            if any(True for _ in figure.findall(nodes.image)) or any(
+                str(c.get("mime_type", "")).startswith("image/")
+                for c in figure.findall(nodes.container)
+            ):
+                continue
+            kept = [c for c in figure.children if not isinstance(c, (nodes.caption, nodes.legend))]
+            if kept:
+                figure.replace_self(kept)
+            else:
+                figure.parent.remove(figure)
+
+
+# Runs of CJK ideographs with the CJK and full-width punctuation around them (code and math are
+# left alone).
+CHINESE = re.compile(
+    r"[\u3000-\u303f\uff00-\uffef]*[\u3400-\u4dbf\u4e00-\u9fff]"
+    r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]*"
+)
+SKIP = (nodes.FixedTextElement, nodes.literal, nodes.math, nodes.raw, nodes.title, nodes.comment)
+
+
+class MarkChinese(Transform):
+    """Wrap each run of Chinese in running text in ``<span lang="zh-Hans">``."""
+
+    default_priority = 510
+
+    def apply(self, **kwargs) -> None:
+        for text in list(self.document.findall(nodes.Text)):
+            parent = text.parent
+            if parent is None or not CHINESE.search(text) or any(
+                isinstance(a, SKIP) for a in _ancestors(parent)
+            ):
+                continue
+            pieces, last = [], 0
+            for match in CHINESE.finditer(text):
+                pieces.append(nodes.Text(text[last:match.start()]))
+                span = f'<span lang="zh-Hans">{match.group(0)}</span>'
+                pieces.append(nodes.raw(match.group(0), span, format="html"))
+                last = match.end()
+            pieces.append(nodes.Text(text[last:]))
+            parent.replace(text, [p for p in pieces if not isinstance(p, nodes.Text) or str(p)])
+
+
+def _ancestors(node):
+    while node is not None:
+        yield node
+        node = node.parent
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _offline_assets, priority=900)
+    app.connect("html-page-context", _named_toc_toggles, priority=900)
+    app.add_transform(UnwrapFiguresWithoutImage)
+    app.add_transform(MarkChinese)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

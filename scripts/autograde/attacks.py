@@ -9,6 +9,12 @@ maps a grade id to the new source of that cell, or an ``@`` key to an edit of th
 (``@meta``, ``@dup``, ``@move``, ``@delete``: see ``make_submission``). Where an attack would
 *succeed* by reading, reaching or rigging something, its function returns the right answer
 only if the attack worked and a wrong one otherwise, so a broken defence shows as points gained.
+
+``ANSWER_ROUTES`` are attacks whose exercise 4 calls what the exercise asks the student to
+write (``attnlib.DotProductAttention``, ``F.scaled_dot_product_attention``, ...) by one route
+each, and otherwise answers right: each must cost exercise 4 and name the call (``USED``).
+``CHEATS`` holds one such submission for every assignment (``cheat``): a function that
+calls what its exercise rules out, and otherwise answers right.
 """
 from __future__ import annotations
 
@@ -159,6 +165,131 @@ print("forked", forked)
     "untouched": ({}, (0, 0, 0, 0)),  # nothing answered: see untouched()
 }
 
+# exercise 4 answered by the library it asks the student to write, one route per attack
+MASK = ("    mask = None if valid_lens is None else "
+        "torch.arange(keys.shape[1]) < valid_lens.reshape(queries.shape[0], -1, 1)\n")
+SDPA = "(queries, keys, values, attn_mask=mask)\n"
+
+
+def _ex4(body: str) -> str:
+    return "def scaled_dot_attention(queries, keys, values, valid_lens=None):\n" + body
+
+
+def _first(line: str, solution: str) -> str:
+    """``solution`` (an exercise 4 answer) that runs ``line`` first."""
+    return solution.replace("    d = ", f"    {line}\n    d = ")
+
+
+DPA = "    return {}().eval()(queries, keys, values, valid_lens)\n"
+ANSWER_ROUTES: dict[str, tuple[dict[str, str], str]] = {  # attack -> (changes, the call named)
+    "answer_alias": ({"ex3_solution+": "dpa = attnlib.DotProductAttention\n",  # an earlier cell
+                      "ex4_solution": _ex4(DPA.format("dpa"))}, "attnlib.DotProductAttention"),
+    "answer_getattr": ({"ex4_solution": _ex4(DPA.format('getattr(attnlib, "DotProduct" + "Attention")'))},
+                       "attnlib.DotProductAttention"),
+    "answer_importlib": ({"ex4_solution": "import importlib\n" + _ex4(
+        DPA.format('importlib.import_module("attnlib.scoring").DotProductAttention'))},
+        "attnlib.DotProductAttention"),
+    "answer_import_as": ({"ex4_solution": "from attnlib import DotProductAttention as Mine\n" +
+                          _ex4(DPA.format("Mine"))}, "attnlib.DotProductAttention"),
+    "answer_subclass": ({"ex4_solution": "class Mine(attnlib.DotProductAttention):\n    pass\n\n\n" +
+                         _ex4(DPA.format("Mine"))}, "attnlib.DotProductAttention"),
+    "answer_functional": ({"ex4_solution": "import torch.nn.functional as F\n" + _ex4(
+        MASK + "    return F.scaled_dot_product_attention" + SDPA)},
+        "torch.nn.functional.scaled_dot_product_attention"),
+    "answer_c_function": ({"ex4_solution": "sdpa = torch._C._nn.scaled_dot_product_attention\n" + _ex4(
+        MASK + "    return sdpa" + SDPA)}, "torch.nn.functional.scaled_dot_product_attention"),
+    "answer_operator_call": ({"ex4_solution": "import operator\nimport torch.nn.functional as F\n" + _ex4(
+        MASK + "    return operator.call(F.scaled_dot_product_attention, queries, keys, values, "
+        "attn_mask=mask)\n")}, "torch.nn.functional.scaled_dot_product_attention"),
+    "answer_library_sdp": ({"ex4_solution": _ex4(
+        MASK + "    return attnlib.scaled_dot_product(queries, keys, values, mask)[0]\n")},
+        "attnlib.scaled_dot_product"),
+    "answer_worker_thread": ({"ex4_solution": """
+import queue, threading
+import torch.nn.functional as F
+jobs, results = queue.Queue(), queue.Queue()
+def work():
+    while True:
+        job = jobs.get()
+        results.put(F.scaled_dot_product_attention(*job[:3], attn_mask=job[3]))
+threading.Thread(target=work, daemon=True).start()
+""" + _ex4(MASK + "    jobs.put((queries, keys, values, mask))\n    return results.get()\n")},
+        "a thread started in a cell that still runs"),
+    "answer_thread": ({"ex4_solution": "import threading\nimport torch.nn.functional as F\n" + _ex4(
+        MASK + "    out = []\n    t = threading.Thread(target=lambda: out.append("
+        "F.scaled_dot_product_attention" + SDPA.strip() + "))\n    t.start()\n    t.join()\n"
+        "    return out[0]\n")}, "_thread.start_new_thread"),
+    "answer_swallowed": ({"ex4_solution": _first(
+        "try:\n        attnlib.DotProductAttention()\n    except Exception:\n        pass", RIGHT_EX4)},
+        "attnlib.DotProductAttention"),
+    # with the profile off, attnlib.masked_softmax (Python code, no torch function of its own)
+    # is seen by nothing else: the audit hook must name the switch
+    "answer_setprofile": ({"ex4_solution": "import sys\n" + _first("sys.setprofile(None)", RIGHT_EX4.replace(
+        "my_masked_softmax(", "attnlib.masked_softmax("))}, "sys.setprofile"),
+    "answer_gc": ({"ex4_solution": "import gc\n" + _first("gc.get_objects()", RIGHT_EX4)}, "gc.get_objects"),
+    "answer_frames_in_cell": ({"ex4_solution": "import sys\nsys._getframe(0).f_back\n" + RIGHT_EX4},
+                              "sys._getframe (in a cell)"),
+}
+for _name, (_changes, _used) in ANSWER_ROUTES.items():
+    ATTACKS[_name] = (_changes, (0, 0, 0, 0) if "in a cell" in _used else NO_EX4)
+
+# one submission per assignment whose function calls what its exercise rules out:
+# assignment -> (solution grade id, its new source, points per exercise, the call named)
+CHEATS: dict[str, tuple[str, str, tuple[int, ...], str]] = {
+    "ch01_attention_cues": ("ex1_solution", '''
+def softmax_t(scores, temperature=1.0):
+    if not temperature > 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    return torch.softmax(scores / temperature, dim=-1)
+''', (0, 2, 3), "torch.softmax"),
+    "ch02_attention_pooling": ("ex4_solution", '''
+def best_width(x, y, widths):
+    widths = [float(w) for w in widths]
+    return widths[int(attnlib.loo_cv_mse(x, y, "epanechnikov", widths).argmin())]
+''', (3, 2, 3, 0), "attnlib.loo_cv_mse"),
+    "ch03_scoring_functions": ("ex4_solution", _ex4(DPA.format("attnlib.DotProductAttention")),
+                               (3, 2, 3, 0), "attnlib.DotProductAttention"),
+    "ch04_bahdanau_attention": ("ex3_solution", '''
+def bahdanau_lstm_step(attention, cell, x_emb, state, enc_outputs, enc_valid_lens=None):
+    attnlib.Seq2SeqAttentionDecoder(10, x_emb.shape[-1], enc_outputs.shape[-1], 1)
+    h_prev, c_prev = state
+    context, weights = bahdanau_context(attention, h_prev, enc_outputs, enc_valid_lens)
+    h, c = cell(torch.cat((context, x_emb), dim=-1), (h_prev, c_prev))
+    return (h, c), weights
+''', (3, 3, 0), "attnlib.Seq2SeqAttentionDecoder"),
+    "ch05_multihead_attention": ("ex3_solution", '''
+def multihead_forward(mha, queries, keys, values, valid_lens=None):
+    out = mha(queries, keys, values, valid_lens)
+    h = mha.num_heads
+    q, k = split_heads(mha.W_q(queries), h), split_heads(mha.W_k(keys), h)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if valid_lens is not None:
+        mask = torch.arange(k.shape[2]) < valid_lens.reshape(-1, 1, 1, 1)
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return out, torch.softmax(scores, dim=-1)
+''', (2, 2, 0), "attnlib.MultiHeadAttention"),
+    "ch06_positional_encoding": ("ex2_solution", '''
+def rotation(k, d):
+    return attnlib.offset_rotation(k, d, torch.float64)
+''', (2, 0, 3), "attnlib.offset_rotation"),
+    "ch07_transformer": ("ex2_solution", '''
+def causal_self_attention(X):
+    return torch.nn.functional.scaled_dot_product_attention(X, X, X, is_causal=True)
+''', (2, 0, 2, 3), "torch.nn.functional.scaled_dot_product_attention"),
+    "ch08_beyond_translation": ("ex4_solution", '''
+def sampling_probs(logits, temperature, top_k=None):
+    return lm.next_token_probs(logits, temperature, top_k)
+''', (2, 3, 2, 0), "attnlib.lm.next_token_probs"),
+}
+
+
+def cheat(source: Path, name: str):
+    """The source notebook of assignment ``name`` with ``CHEATS[name]`` in place."""
+    gid, text, _, _ = CHEATS[name]
+    nb = nbformat.read(Path(source) / name / f"{name}.ipynb", as_version=4)
+    _cell(nb, gid).source = text
+    return nb
+
 
 def _cell(nb, gid):
     return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
@@ -204,6 +335,8 @@ def make_submission(source: Path, attack: str, host_paths=()):
             nb.cells.append(cell)
         elif key == "@delete":
             nb.cells.remove(_cell(nb, text))
+        elif key.endswith("+"):  # appended to the cell as the source has it
+            _cell(nb, key[:-1]).source += "\n" + text
         else:
             _cell(nb, key).source = text.replace("__HOST_PATHS__", repr([str(p) for p in host_paths]))
     return nb

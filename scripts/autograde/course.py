@@ -64,3 +64,30 @@ def generate(out: Path, source: Path = SOURCE, names: list[str] | None = None) -
     if rc != 0 or not all(p.is_file() for p in released):
         raise RuntimeError(f"nbgrader generate_assignment failed:\n{log}")
     return released
+
+
+RULE = Path(__file__).with_name("ownwork.py")  # the exercise rule; every source notebook holds a copy
+RULE_ID = "own_work_rule"  # grade id of that copy: a locked cell with its input hidden
+
+
+def rule_cell(nb) -> dict | None:
+    """The cell of ``nb`` that holds the copy of ``ownwork.py`` (None if it has none)."""
+    return next((c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == RULE_ID), None)
+
+
+def sync_rule(source: Path = SOURCE) -> list[Path]:
+    """Copy ``ownwork.py`` into the rule cell of every source notebook; the ones it changed."""
+    import nbformat
+
+    changed = []
+    for name in assignment_names(source):
+        path = source / name / f"{name}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        cell = rule_cell(nb)
+        if cell is None:
+            raise RuntimeError(f"{path} has no cell with grade id {RULE_ID} (docs/instructors.md)")
+        if cell.source != RULE.read_text().rstrip("\n"):
+            cell.source = RULE.read_text().rstrip("\n")
+            nbformat.write(nb, path)
+            changed.append(path)
+    return changed

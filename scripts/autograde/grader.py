@@ -11,7 +11,11 @@ their points. Grading a submission:
    cells, where every function a solution cell defines is a ``StudentFunction``: calling it
    sends the arguments to the sandbox and brings back plain data. Every ``assert`` and every
    comparison runs here, on plain tensors, with the grader's own torch.
-3. Each test cell's verdict is appended to ``progress.jsonl`` as soon as it is known. A
+3. While a test calls one of the student's functions, the calls the assignment's ``ANSWERS``
+   lists for that function are unavailable in the sandbox (``ownwork.py``, the same rule as
+   the notebook's self-checks): one used, by whatever route, sets the exercise to 0 and the
+   notes name it.
+4. Each test cell's verdict is appended to ``progress.jsonl`` as soon as it is known. A
    sandbox that dies or runs late is restarted (the cells that worked are run again, the
    one that broke it is skipped), so a crash costs only the exercise it happened in.
 """
@@ -27,7 +31,7 @@ from pathlib import Path
 import nbformat
 from autograde.course import EXERCISE
 from autograde.pairs import _short
-from autograde.sandbox import Sandbox, SandboxError, StudentError
+from autograde.sandbox import AnswerUsed, Sandbox, SandboxError, StudentError
 
 HIDDEN = "### BEGIN HIDDEN TESTS"
 SETUP_TIMEOUT = 300.0  # the locked setup cells import torch and attnlib
@@ -54,6 +58,31 @@ class Spec:
     functions: dict[str, int]  # name a solution cell defines -> exercise
     tests: list[TestCell]
     points: dict[int, float] = field(default_factory=dict)  # exercise -> points
+    answers: dict[str, list[str]] = field(default_factory=dict)  # function -> calls it rules out
+
+
+class SpecError(ValueError):
+    """The source notebook does not say something grading needs (e.g. its ``ANSWERS``)."""
+
+
+def _answers(name: str, sources: list[str]) -> dict[str, list[str]]:
+    """The ``ANSWERS = {...}`` literal of the locked cells: function -> dotted names."""
+    for source in sources:
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "ANSWERS" for t in node.targets):
+                try:
+                    value = ast.literal_eval(node.value)
+                except ValueError as err:
+                    raise SpecError(f"{name}: ANSWERS must be a literal dict (no names, no calls): "
+                                    f"{err}") from None
+                if not (isinstance(value, dict) and all(
+                        isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+                        for k, v in value.items())):
+                    raise SpecError(f"{name}: ANSWERS must map each function name to a list of dotted names")
+                return value
+    raise SpecError(f"{name}: no locked cell declares ANSWERS, the calls that would answer each exercise "
+                    "(see docs/instructors.md, 'Calls that answer an exercise')")
 
 
 def _defined_names(source: str) -> list[str]:
@@ -86,6 +115,13 @@ def load_spec(source: Path, name: str) -> Spec:
         elif meta.get("locked"):
             spec.locked[gid] = cell.source
             spec.setup.append(gid)
+    spec.answers = _answers(name, [spec.locked[gid] for gid in spec.setup])
+    missing = sorted(set(spec.functions) - set(spec.answers))
+    unknown = sorted(set(spec.answers) - set(spec.functions))
+    if missing or unknown:
+        raise SpecError(f"{name}: ANSWERS must have one entry per function a solution cell defines"
+                        + (f"; missing: {', '.join(missing)}" if missing else "")
+                        + (f"; not a solution's function: {', '.join(unknown)}" if unknown else ""))
     return spec
 
 
@@ -96,13 +132,14 @@ class Step:
     source: str
     exercise: int | None  # the exercise whose solution this is
     timeout: float | None = None  # None: the per-cell limit
+    locked: bool = False  # one of the source's locked cells (trusted)
 
 
 def plan(spec: Spec, nb) -> tuple[list[Step], list[str]]:
     """The cells to run in the sandbox, and notes about duplicated, moved or missing cells."""
     steps, notes, seen = [], [], {}
     for gid in spec.setup:  # locked cells first, as the source has them
-        steps.append(Step(gid, spec.locked[gid], None, SETUP_TIMEOUT))
+        steps.append(Step(gid, spec.locked[gid], None, SETUP_TIMEOUT, locked=True))
     test_ids = {t.grade_id for t in spec.tests}
     for index, cell in enumerate(nb.cells, start=1):
         if cell.cell_type != "code":
@@ -150,6 +187,17 @@ class Broken(Exception):  # noqa: N818 - a test failed because the student's pro
     pass
 
 
+class RuledOut(Exception):  # noqa: N818 - a call used what its exercise rules out
+    pass
+
+
+def ruled_out(exercise: int, used: AnswerUsed) -> str:
+    """The note for an exercise whose function used ``used``."""
+    if used.kind == "answer":
+        return f"ex{exercise} uses {used.what}, which this exercise asks you to write yourself"
+    return f"ex{exercise} uses {used.what}, which could get round the check of the calls it rules out"
+
+
 _BUILTIN_ERRORS = {e.__name__: e for e in (ValueError, TypeError, IndexError, KeyError,
                                            RuntimeError, ZeroDivisionError, AttributeError,
                                            NotImplementedError, NameError, AssertionError,
@@ -159,20 +207,27 @@ _BUILTIN_ERRORS = {e.__name__: e for e in (ValueError, TypeError, IndexError, Ke
 class Session:
     """The sandbox of one submission, restarted (and its good cells re-run) after a crash."""
 
-    def __init__(self, steps: list[Step], work: Path, timeout: float, no_sandbox: bool):
+    def __init__(self, steps: list[Step], work: Path, timeout: float, no_sandbox: bool,
+                 answers: dict[str, list[str]] | None = None):
         self.steps, self.work, self.timeout, self.no_sandbox = steps, work, timeout, no_sandbox
+        self.answers = answers or {}
         self.box: Sandbox | None = None
         self.outcome: dict[int, str] = {}  # step index -> "ok" or why it failed
         self.restarts = 0
+        self.used: list[AnswerUsed] = []  # what the calls since the last reset used
 
     def _start(self) -> None:
         self.close()
         self.box = Sandbox(self.work / f"sandbox{self.restarts}", self.no_sandbox)
         self.restarts += 1
+        forbidden = False
         for i, step in enumerate(self.steps):
             if self.outcome.get(i, "ok") != "ok":
                 continue  # it failed before: skip it this time
             try:
+                if not step.locked and not forbidden:  # the trusted set-up is done
+                    self.box.forbid(self.answers, SETUP_TIMEOUT)
+                    forbidden = True
                 self.box.run(step.source, step.timeout or self.timeout)
                 self.outcome[i] = "ok"
             except StudentError as err:
@@ -181,6 +236,8 @@ class Session:
                 self.outcome[i] = _sandbox_error(err, self.timeout)
                 self.box.close()
                 return self._start()
+        if not forbidden:
+            self.box.forbid(self.answers, SETUP_TIMEOUT)
 
     def ensure(self) -> None:
         if self.box is None or not self.box.alive:
@@ -190,6 +247,9 @@ class Session:
         self.ensure()
         try:
             return self.box.call(name, args, kwargs, self.timeout)
+        except AnswerUsed as err:
+            self.used.append(err)
+            raise RuledOut(err.what) from None
         except StudentError as err:
             cls = _BUILTIN_ERRORS.get(err.ename, RuntimeError)  # a test may expect ValueError
             exc = cls(err.message if cls.__name__ == err.ename else f"{err.ename}: {err.message}")
@@ -232,10 +292,11 @@ def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
     work.mkdir(parents=True, exist_ok=True)
     progress = work / "progress.jsonl"
     steps, notes = plan(spec, nb)
-    session = Session(steps, work, timeout, no_sandbox)
+    session = Session(steps, work, timeout, no_sandbox, spec.answers)
     scores = dict.fromkeys(spec.points, 0.0)
     lost: dict[int, list[str]] = {}
     namespace: dict = {"__name__": "__main__"}
+    ruled: dict[int, str] = {}  # exercise -> the note that says what it used
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
@@ -255,7 +316,11 @@ def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
                 else:
                     notes.append(text)
         for test in spec.tests:
+            session.used = []
             verdict = _run_test(test, namespace, out)
+            if session.used:  # however the test went: the exercise scores 0
+                ruled.setdefault(test.exercise, ruled_out(test.exercise, session.used[0]))
+                verdict = ruled[test.exercise]
             if verdict is None:
                 scores[test.exercise] += test.points
             else:
@@ -267,8 +332,13 @@ def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
     finally:
         session.close()
         (work / "grader-output.txt").write_text(out.getvalue()[-200_000:], encoding="utf-8")
+    for ex, why in ruled.items():
+        scores[ex] = 0.0
+        lost[ex] = [why]
     for ex in sorted(lost):
-        if scores.get(ex, 0.0) < spec.points.get(ex, 0.0):
+        if ex in ruled:
+            notes.append(ruled[ex])
+        elif scores.get(ex, 0.0) < spec.points.get(ex, 0.0):
             notes.append(f"ex{ex}: " + "; ".join(dict.fromkeys(lost[ex])))
     return scores, notes
 
@@ -283,6 +353,8 @@ def _run_test(test: TestCell, namespace: dict, out: io.StringIO) -> str | None:
                 exec(compile(source, f"<{test.grade_id}>", "exec"), namespace)  # noqa: S102
         except Broken as err:
             return f"{part} failed: your function {err}"
+        except RuledOut:
+            return None  # grade_notebook says why from session.used
         except NameError as err:
             return f"{part} failed: {err}"
         except Exception as err:  # noqa: BLE001 - the test's own verdict

@@ -177,7 +177,7 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
                          "(expected SUBMISSIONS/STUDENT/ASSIGNMENT/ASSIGNMENT.ipynb)")
     names = assignment_names(source)
     students = sorted(p.name for p in submissions.iterdir()
-                      if p.is_dir() and not p.name.startswith("."))
+                      if (p.is_symlink() or p.is_dir()) and not p.name.startswith("."))
     handed = {s: {n: _find_submission(submissions / s, n) for n in names} for s in students}
     wanted = [n for n in names if any(handed[s][n] for s in students)]
     course = out / "course"

@@ -8,10 +8,22 @@ never how it is judged.
 
 Protocol (see ``sandbox.py``): frames of an 8-byte big-endian length and a ``torch.save``
 payload, read from fd ``REQ_FD`` and written to fd ``REP_FD``. Requests (from the grader,
-trusted): ``("run", source)``, ``("call", name, args, kwargs)``, ``("callback_return",
-value)``, ``("callback_raise", ename, message)``. Replies: ``("done",)``, ``("error",
-ename, message)``, ``("return", value)``, ``("raise", ename, message)``, ``("callback",
-id, args, kwargs)``.
+trusted): ``("answers", {function: [dotted names]}, watch_cells)``, ``("run", source)``,
+``("call", name, args, kwargs)``, ``("callback_return", value)``, ``("callback_raise", ename,
+message)``. Replies: ``("done",)``, ``("error", ename, message)``, ``("return", value)``,
+``("raise", ename, message)``, ``("answer", what, kind)`` (the call used ``what``, a call
+its exercise rules out (kind ``"answer"``) or a way to switch the check off (``"check"``)),
+``("callback", id, args, kwargs)``.
+
+The exercise rule (``ownwork.py``, the same code as the notebooks' self-checks): a call of
+an exercise function runs under ``own_work`` with the names the assignment's ``ANSWERS``
+gives it. On top of that, a permanent audit hook (student code cannot remove one) records
+what could switch the check off or see past it: setting a profile or trace function, frames
+(``sys._getframe``, ``tb_frame``), ``gc`` and ``ctypes``, replacing a ``__code__``, forking
+or starting threads. During a call any of them fails the call; in a student's cell (once the
+locked cells have run: ``watch_cells``) the first one fails every later call. A thread that a
+cell started and that still runs when a call starts fails the call too (it could compute an
+answer out of the check's sight); a process a cell left running is killed before each call.
 
     python runner.py REQ_FD REP_FD MEMORY_BYTES MAX_PROCESSES OUTPUT_BYTES
 """
@@ -21,6 +33,7 @@ import resource
 import signal
 import struct
 import sys
+import threading
 
 CALLBACK = "\x00grader-callback:"  # an argument the grader computes on request
 STUDENT = "\x00student-function:"  # an argument that is one of the student's own functions
@@ -34,9 +47,77 @@ def _limits(memory: int, processes: int, output: int) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead
 
 
+# audit events that could switch the exercise check off or get round it: during a call, and in a
+# student's cell (where a fork or a thread is harmless: nothing is being checked yet)
+SWITCHES = ("sys.setprofile", "sys.settrace", "sys._current_frames", "gc.get_", "ctypes.")
+IN_CALLS = SWITCHES + ("os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.system", "subprocess.")
+FRAMES = ("tb_frame", "gi_frame", "cr_frame", "ag_frame")  # attributes that hand out a frame
+# who may ask for a frame: the standard library names the module of a namedtuple, an enum or a
+# TypeVar from its caller's frame, and torch formats stacks (``torch.manual_seed`` does)
+NAMING = tuple(f"{os.sep}{m}" for m in (os.path.join("collections", "__init__.py"), "enum.py", "typing.py"))
+PASSING = tuple(f"{os.sep}{m}" for m in ("traceback.py", "linecache.py"))  # helpers: ask who called them
+# calls that reach the check itself (its profile function or its torch mode) or start a thread
+RAW = ("sys.getprofile", "threading.getprofile", "_thread.start_new_thread",
+       "torch.overrides._get_current_function_mode", "torch.overrides._get_current_function_mode_stack",
+       "torch._C._get_function_stack_at", "torch._C._pop_torch_function_stack")
+
+
+def _watch():
+    """A permanent audit hook (student code cannot remove it). Returns its state: while
+    ``state["on"]`` holds event prefixes, the first such event (or a frame handed out to code
+    other than the standard library's naming helpers) is kept in ``state["seen"]``."""
+    import torch
+
+    state = {"on": (), "seen": None, "busy": False, "torch": os.path.dirname(torch.__file__) + os.sep}
+
+    def asks_for_frame(event, args):
+        """Whether code other than torch's or the standard library's naming asks for a frame."""
+        if event != "sys._getframe" and not (event == "object.__getattr__" and args[1] in FRAMES):
+            return False
+        state["busy"] = True  # the frame lookup below raises an audit event of its own
+        try:
+            frame = sys._getframe(2)  # 0: here, 1: hook, 2: the code that asked
+        finally:
+            state["busy"] = False
+        while frame is not None and frame.f_code.co_filename.endswith(PASSING):
+            frame = frame.f_back
+        return frame is not None and not frame.f_code.co_filename.startswith(state["torch"]) and \
+            not frame.f_code.co_filename.endswith(NAMING)
+
+    def hook(event, args):
+        if not state["on"] or state["seen"] or state["busy"]:
+            return
+        if event.startswith(state["on"]) or asks_for_frame(event, args) or (
+                event == "object.__setattr__" and args[1] == "__code__"):
+            state["seen"] = args[1] if event.startswith("object.") else event
+    sys.addaudithook(hook)
+    return state
+
+
+def _company() -> str | None:
+    """A Python thread beside the runner, which could compute an answer out of the check's
+    sight (None if there is none). In the sandbox, whose pid namespace holds only bwrap (pid 1)
+    and this process, any other process a cell left running is killed first, for the same reason."""
+    if os.environ.get("ATTNBOOK_SANDBOX") == "1":
+        for pid in os.listdir("/proc"):
+            if pid.isdigit() and int(pid) not in (1, os.getpid()):
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:  # it ended meanwhile
+                    pass
+    return "a thread started in a cell" if len(sys._current_frames()) > 1 else None
+
+
 def main() -> None:
     req_fd, rep_fd = int(sys.argv[1]), int(sys.argv[2])
+    import ownwork  # beside this file; imported before any student code, then hidden from it
     import torch  # before the memory limit is tight: the import maps a lot of address space
+
+    del sys.modules["ownwork"]
+    audit = _watch()
+    answers: dict = {}  # exercise function -> its answer_targets
+    switches: dict = {}  # answer_targets of RAW
+    watch_cells = False
 
     _limits(int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
     reader, writer = os.fdopen(req_fd, "rb", buffering=0), os.fdopen(rep_fd, "wb", buffering=0)
@@ -105,21 +186,56 @@ def main() -> None:
         def translate(source):
             return source
 
+    def call(name, args, kwargs):
+        """``name(*args, **kwargs)`` under the exercise rule: its result, or why it broke it."""
+        if audit["seen"]:
+            return None, (f"{audit['seen']} (in a cell)", "check")
+        audit["on"] = ()  # from here until the call: the runner's own events
+        beside = _company()
+        if beside:
+            return None, (f"{beside} that still runs", "check")
+        fn, hits = namespace[name], []
+        try:
+            with ownwork.own_work(name, {**answers.get(name, {}), **switches}) as hits:
+                threading.setprofile(None)  # a new thread is refused anyway; the hook would be in reach
+                audit["on"] = IN_CALLS
+                try:
+                    result = fn(*args, **kwargs)
+                finally:
+                    audit["on"] = ()
+        except BaseException:
+            if not hits and not audit["seen"]:
+                raise
+            result = None
+        finally:
+            audit["on"] = SWITCHES if watch_cells else ()
+            seen, audit["seen"] = audit["seen"], None
+        if seen or hits:
+            # a hit first: the profile that raised for it is switched off by Python (an audit event)
+            return None, (hits[0], "check" if hits[0] in RAW else "answer") if hits else (seen, "check")
+        return result, None
+
     send(("ready",))
     while True:
         message = receive()
         try:
-            if message[0] == "run":
+            if message[0] == "answers":
+                # resolved now, before any student cell can rebind a name
+                answers = {k: ownwork.answer_targets(v) for k, v in message[1].items()}
+                switches, watch_cells = ownwork.answer_targets(RAW), bool(message[2])
+                send(("done",))
+            elif message[0] == "run":
                 exec(compile(translate(message[1]), "<cell>", "exec"), namespace)  # noqa: S102
+                audit["on"] = SWITCHES if watch_cells else ()
                 send(("done",))
             elif message[0] == "call":
                 if message[1] not in namespace:
                     raise NameError(f"name '{message[1]}' is not defined")
-                result = namespace[message[1]](*resolve(message[2]), **resolve(message[3]))
-                send(("return", plain(result)))
+                result, used = call(message[1], resolve(message[2]), resolve(message[3]))
+                send(("answer", *used) if used else ("return", plain(result)))
         except BaseException as err:  # noqa: BLE001 - everything goes back as plain text
             text = str(err)[:2000]
-            send(("error" if message[0] == "run" else "raise", type(err).__name__, text))
+            send(("error" if message[0] in ("run", "answers") else "raise", type(err).__name__, text))
 
 
 if __name__ == "__main__":

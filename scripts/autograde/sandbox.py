@@ -31,6 +31,7 @@ import torch
 from autograde.runner import CALLBACK, STUDENT
 
 RUNNER = Path(__file__).with_name("runner.py")
+OWNWORK = Path(__file__).with_name("ownwork.py")  # the exercise rule, imported by the runner
 ATTNLIB = Path(__file__).resolve().parents[2] / "attnlib"
 MEMORY = 6 << 30  # bytes of address space (importing torch alone maps about 3.3 GB)
 PROCESSES = 64  # processes and threads of the sandbox's user
@@ -46,6 +47,15 @@ class SandboxError(Exception):
     def __init__(self, kind: str, detail: str):
         super().__init__(detail)
         self.kind = kind  # "timeout", "died", "garbage"
+
+
+class AnswerUsed(Exception):  # noqa: N818 - not an error of the grader's
+    """A call of the student's function used ``what``: a call its exercise rules out (``kind``
+    ``"answer"``) or a way to switch the check off (``"check"``)."""
+
+    def __init__(self, what: str, kind: str):
+        super().__init__(what)
+        self.what, self.kind = what, kind
 
 
 class StudentError(Exception):
@@ -89,7 +99,7 @@ def _command(fds: tuple[int, int], binds: list[tuple[int, str]]) -> list[str]:
             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "OMP_NUM_THREADS", "1",
             "--setenv", "OMP_WAIT_POLICY", "PASSIVE", "--setenv", "PYTHONHASHSEED", "0",
             "--setenv", "MPLBACKEND", "Agg", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
-            "--setenv", "PYTHONUNBUFFERED", "1",
+            "--setenv", "PYTHONUNBUFFERED", "1", "--setenv", "ATTNBOOK_SANDBOX", "1",
             str(Path(sys.prefix).resolve() / "bin" / Path(sys.executable).name),
             "/sandbox/runner.py", *map(str, fds), str(MEMORY), str(PROCESSES), str(OUTPUT)]
     return cmd
@@ -136,8 +146,9 @@ class Sandbox:
                     binds.append((opened[-1], str(src)))
                 opened.append(os.open(ATTNLIB, os.O_PATH | os.O_DIRECTORY))
                 binds.append((opened[-1], "/sandbox/lib/attnlib"))
-                opened.append(os.open(RUNNER, os.O_RDONLY))
-                binds.append((opened[-1], "/sandbox/runner.py"))
+                for path in (RUNNER, OWNWORK):
+                    opened.append(os.open(path, os.O_RDONLY))
+                    binds.append((opened[-1], f"/sandbox/{path.name}"))
                 cmd, env, preexec = _command((req_r, rep_w), binds), None, self._contain()
             self.log = open(self.work.parent / f"{self.work.name}.log", "ab")  # noqa: SIM115
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log,
@@ -268,6 +279,16 @@ class Sandbox:
         if reply != ("done",):
             raise SandboxError("garbage", "unexpected reply to a cell")
 
+    def forbid(self, answers: dict[str, list[str]], timeout: float) -> None:
+        """From now on each call of a function ``answers`` names runs under its rule
+        (``ownwork.py``), and the student's cells are watched for ways round it."""
+        self._send(("answers", {k: list(v) for k, v in answers.items()}, True))
+        reply = self._receive(timeout)
+        if reply[0] == "error" and len(reply) == 3:
+            raise SandboxError("garbage", f"the exercise rule could not start ({reply[1]}: {reply[2]})")
+        if reply != ("done",):
+            raise SandboxError("garbage", "unexpected reply to the exercise rule")
+
     def call(self, name: str, args, kwargs, timeout: float):
         """``name(*args, **kwargs)`` in the sandbox; the result as plain data."""
         self._send(("call", name, self._encode(list(args)), self._encode(dict(kwargs))))
@@ -278,6 +299,8 @@ class Sandbox:
                 return reply[1]
             if reply[0] == "raise" and len(reply) == 3:
                 raise StudentError(str(reply[1]), str(reply[2]))
+            if reply[0] == "answer" and len(reply) == 3:
+                raise AnswerUsed(str(reply[1]), str(reply[2]))
             if reply[0] == "callback" and len(reply) == 4 and reply[1] in self.callbacks:
                 try:  # the grader's own test function, on plain data
                     value = self.callbacks[reply[1]](*reply[2], **reply[3])
