@@ -61,6 +61,7 @@ class Block:
     prefix: str
     text: str
     kind: str
+    lazy: bool = False  # a list item whose continuation lines are not indented (lazy continuation)
 
 
 def blocks(text: str) -> list[Block]:
@@ -68,7 +69,7 @@ def blocks(text: str) -> list[Block]:
     lines = text.split("\n")
     found = []
     tokens = _MD.parse(text)
-    for i, tok in enumerate(tokens):
+    for tok in tokens:
         if tok.map is None:
             continue
         if tok.level == 0 and tok.type in _MESSAGE_BLOCKS:
@@ -81,17 +82,17 @@ def blocks(text: str) -> list[Block]:
         while end > start and not lines[end - 1].strip():
             end -= 1
         body = lines[start:end]
-        prefix = ""
+        prefix, lazy = "", False
         if kind in ("heading", "list item"):
             match = _PREFIX.match(body[0])
             if match:
                 prefix = match.group(1)
                 width = len(prefix)
+                lazy = any(ln.strip() and ln[:width].strip() for ln in body[1:])
                 body = [body[0][width:]] + [
                     ln[width:] if ln[:width].strip() == "" else ln.lstrip() for ln in body[1:]
                 ]
-        found.append(Block(start, end, prefix, "\n".join(body), kind))
-        del i
+        found.append(Block(start, end, prefix, "\n".join(body), kind, lazy))
     return found
 
 
@@ -107,7 +108,8 @@ def translate_markdown(text: str, translate) -> str:
         new_lines = new.split("\n")
         indent = " " * len(block.prefix)
         new_lines = [block.prefix + new_lines[0]] + [
-            (indent + ln if ln.strip() and block.kind == "list item" else ln) for ln in new_lines[1:]
+            (indent + ln if ln.strip() and block.kind == "list item" and not block.lazy else ln)
+            for ln in new_lines[1:]
         ]
         lines[block.start : block.end] = new_lines
     return "\n".join(lines)

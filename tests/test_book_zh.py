@@ -2,10 +2,10 @@
 
 Builds both sites (``scripts/build_book.py``, ``scripts/i18n.py generate``, ``scripts/build_book.py
 --lang zh``), serves build/book/ and opens every Chinese page: formulas typeset by the site's own
-MathJax, images loaded, no console error, nothing fetched from another host, the page declared
-Chinese, a link to the same page in English (and back), Chinese search finding the chapter, and no
-English prose paragraph left untranslated on a chapter page. The browser helpers are
-tests/test_book.py's.
+MathJax, images loaded, no console error, no axe-core (WCAG A/AA) violation, nothing fetched from
+another host, the page declared Chinese, a link to the same page in English (and back), Chinese
+search finding the chapter, and no English prose paragraph left untranslated on a chapter page.
+The browser helpers are tests/test_book.py's.
 """
 
 from __future__ import annotations
@@ -19,7 +19,15 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_book import PAGES, SHOTS, _QuietHandler, browser, open_page  # noqa: F401 (browser: a fixture)
+from test_book import (  # noqa: F401 (axe, browser: fixtures)
+    PAGES,
+    SHOTS,
+    _axe_summary,
+    _QuietHandler,
+    axe,
+    browser,
+    open_page,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "build" / "book"
@@ -77,8 +85,8 @@ def _html(page: str, lang: str = "zh") -> str:
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_chinese_page_renders_offline_in_chromium(page, server, browser):  # noqa: F811
-    report, errors, remote, shots = open_page(browser, f"{server}/zh/{page}.html")
+def test_chinese_page_renders_offline_in_chromium(page, server, browser, axe):  # noqa: F811
+    report, errors, remote, shots = open_page(browser, f"{server}/zh/{page}.html", axe)
     SHOTS.mkdir(parents=True, exist_ok=True)
     for suffix, png in shots.items():
         (SHOTS / f"zh__{page.replace('/', '__')}{suffix}.png").write_bytes(png)
@@ -87,13 +95,14 @@ def test_chinese_page_renders_offline_in_chromium(page, server, browser):  # noq
     assert not report["untypeset"] and not report["rawTex"], f"raw TeX left on zh/{page}: {report}"
     assert report["mjx"] >= report["math"] and not report["texErrors"], report
     assert not report["brokenImages"] and report["widgetViews"] == 0, report
+    assert not report["axe"], f"axe-core: WCAG A/AA violations on zh/{page}:\n" + _axe_summary(report["axe"])
     if page.startswith("notebooks/"):
         english, _, _, _ = open_page(browser, f"{server}/{page}.html")
         assert report["mjx"] >= english["mjx"], "the Chinese page lost formulas the English one typesets"
         assert report["images"] == english["images"] and report["snapshots"] == english["snapshots"]
 
 
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", [p for p in PAGES if p not in ("genindex", "search")])  # no body
 def test_each_page_links_to_the_same_page_in_the_other_language(page, sites):
     zh, en = _html(page), _html(page, "en")
     assert re.search(r'<html[^>]*\blang="zh-CN"', zh), "the Chinese page does not declare lang=zh-CN"

@@ -1,4 +1,5 @@
-"""Sphinx extension: every page links to the same page in the other language.
+"""Sphinx extension: every page with a body (all but the generated index and search pages) links to
+the same page in the other language.
 
 The English site is build/book/, the Chinese one build/book/zh/ (same page names; scripts/build_book.py
 builds both). The link sits at the top of the page body, with ``hreflang`` and ``lang`` attributes
