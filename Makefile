@@ -12,7 +12,16 @@ export JUPYTER_PREFER_ENV_PATH := 1
 # two cores, spinning threads made small torch ops 15-70x slower. Numerics are unchanged.
 export OMP_WAIT_POLICY ?= PASSIVE
 LAB_ARGS ?=
-LAB_DIR  ?= notebooks
+# The Chinese edition: `make lab LANG=zh`, `make assignments LANG=zh` (docs/translating.md). Only LANG
+# given on the command line picks it; the locale in your environment (LANG=zh_CN.UTF-8, ...) does not,
+# and the commands run with that locale, not with LANG=zh.
+ifeq ($(origin LANG),command line)
+BOOK_LANG := $(if $(filter zh zh_CN zh-CN,$(LANG)),zh,en)
+override LANG := $(shell sh -c 'echo "$${LANG:-C.UTF-8}"' </dev/null)
+else
+BOOK_LANG := en
+endif
+LAB_DIR  ?= $(if $(filter zh,$(BOOK_LANG)),build/zh/notebooks,notebooks)
 # Jupyter refuses to run as root (containers, CI) unless told it may.
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
@@ -28,6 +37,11 @@ help:
 	@echo "  make lab          set up (if needed) and start JupyterLab on notebooks/"
 	@echo "                    options: make lab LAB_ARGS=\"--port 8890 --no-browser\""
 	@echo "  make book         build the static website into build/book/ (open build/book/index.html)"
+	@echo "Chinese edition (中文版, docs/translating.md):"
+	@echo "  make lab LANG=zh  generate the Chinese notebooks into build/zh/notebooks/ and open them"
+	@echo "  make book         also builds the Chinese site, build/book/zh/index.html"
+	@echo "  make i18n         update the catalogues locale/zh_CN/LC_MESSAGES/*.po from the English"
+	@echo "  make i18n-check   list what is untranslated, fuzzy or out of date (CAT=01_attention_cues.po)"
 	@echo "Checks:"
 	@echo "  make test         lint, unit tests, every notebook (strict nbval) and the website in Chromium"
 	@echo "                    options: make test PYTEST_ARGS=\"tests/test_bench.py\""
@@ -44,6 +58,7 @@ help:
 	@echo "                    (python -m bench --quick: a short check that writes build/bench-quick/)"
 	@echo "For instructors (docs/instructors.md):"
 	@echo "  make assignments  write the student versions to build/assignments/release/"
+	@echo "                    (LANG=zh: the Chinese ones to build/assignments-zh/release/)"
 	@echo "  make grade        autograde SUBMISSIONS=folder (default build/submitted) [JOBS=N] -> build/grades/runs/"
 	@echo "Set-up and maintenance:"
 	@echo "  make install      build $(VENV) from requirements.lock (a no-op when up to date)"
@@ -76,7 +91,12 @@ $(VENV)/etc/jupyter/%_config.py: jupyter/jupyter_config.py $(STAMP)
 # Signs the book's own chapters (no other notebook) so that JupyterLab shows their saved widgets on
 # open; `jupyter trust` only records a signature, it never rewrites a notebook.
 lab: install
+ifeq ($(BOOK_LANG),zh)
+	$(BIN)/python scripts/i18n.py generate
+	@$(BIN)/jupyter trust --log-level=WARN build/zh/notebooks/[0-9][0-9]_*.ipynb >/dev/null
+else
 	@$(BIN)/jupyter trust --log-level=WARN notebooks/[0-9][0-9]_*.ipynb >/dev/null
+endif
 	$(BIN)/jupyter lab --config=book/lab_config.py --ServerApp.root_dir=$(LAB_DIR) $(ROOT_ARGS) $(LAB_ARGS)
 
 lint: install
@@ -92,8 +112,24 @@ NB ?=
 execute: install
 	$(BIN)/python scripts/execute.py $(NB)
 
+# The Chinese notebooks (build/zh/notebooks, generated from the catalogues) run under nbval too.
+# Both sites are built first, so that the browser tests (two workers) find them up to date.
 test: install book-deps lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python scripts/i18n.py generate
+ifeq ($(PYTEST_ARGS),)
+	$(BIN)/python scripts/build_book.py
+	$(BIN)/python scripts/build_book.py --lang zh
+endif
+	$(BIN)/python -m pytest $(or $(PYTEST_ARGS),tests notebooks assignments/source build/zh/notebooks)
+
+# The catalogues of the Chinese edition (scripts/i18n.py, docs/translating.md).
+CAT ?=
+.PHONY: i18n i18n-check
+i18n: install
+	$(BIN)/python scripts/i18n.py update $(CAT)
+
+i18n-check: install
+	$(BIN)/python scripts/i18n.py check $(CAT)
 
 # The checks whose numbers depend on the CPU's float path, again with the plainest CPU kernels: a check
 # tied to one kind of CPU fails here, not on a reader's laptop (docs/reproducibility.md). CI runs it.
@@ -128,7 +164,12 @@ models: install
 SUBMISSIONS ?= build/submitted
 .PHONY: assignments grade
 assignments: install
+ifeq ($(BOOK_LANG),zh)
+	$(BIN)/python scripts/i18n.py generate
+	$(BIN)/python scripts/assignments.py generate --lang zh --out build/assignments-zh
+else
 	$(BIN)/python scripts/assignments.py generate --out build/assignments
+endif
 
 # JOBS: pairs graded at once (default: all cores); NO_SANDBOX=1 grades without bubblewrap.
 JOBS ?= 0
@@ -205,5 +246,7 @@ system-deps:  ## install the system packages the browser test needs (Debian/Ubun
 	echo "system-deps: installing $$pkgs with $${sudo:+sudo }apt-get. $$why."; \
 	$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs
 
-book: book-deps  ## build the static website into build/book/ (open build/book/index.html)
+book: book-deps  ## build the static website into build/book/ and the Chinese one into build/book/zh/
 	$(BIN)/python scripts/build_book.py
+	$(BIN)/python scripts/i18n.py generate
+	$(BIN)/python scripts/build_book.py --lang zh

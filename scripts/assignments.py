@@ -193,6 +193,8 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="write the student versions")
     g.add_argument("--out", type=Path, default=ROOT / "build" / "assignments")
+    g.add_argument("--lang", choices=["en", "zh"], default="en",
+                   help="zh: the Chinese statements (scripts/i18n.py; code and tests identical)")
     sub.add_parser("rule", help="copy autograde/ownwork.py into every source notebook's rule cell")
     r = sub.add_parser("grade", help="autograde a folder of submissions")
     r.add_argument("submissions", type=Path)
@@ -212,7 +214,13 @@ def main(argv=None) -> int:
         print("\n".join(f"updated {p}" for p in changed) or "every rule cell is up to date")
         return 0
     if args.command == "generate":
-        for p in generate(args.out.resolve()):
+        source = SOURCE
+        if args.lang == "zh":  # the sources with translated markdown, from the catalogues
+            import i18n
+
+            i18n.generate(log=lambda *_: None)
+            source = i18n.ASSIGNMENTS_ZH
+        for p in generate(args.out.resolve(), source=source):
             print("wrote", p)
         return 0
     if args.legacy:

@@ -2,6 +2,7 @@
 
     python scripts/build_book.py                 # stage, then build build/book/ (index.html)
     python scripts/build_book.py --deps-only     # only fetch MathJax and axe-core (network once)
+    python scripts/build_book.py --lang zh       # the Chinese site in build/book/zh/ (see build_zh)
 
 The build never runs a notebook: the site shows exactly the committed outputs that nbval checks.
 Everything the pages load is served from the build, so they render with no network:
@@ -548,8 +549,9 @@ def inputs_digest() -> str:
     return _digest(files, code_digest())
 
 
-def sphinx_build(source: Path, out: Path, doctrees: Path, fresh: bool) -> None:
-    """Build the staged Jupyter Book source ``source`` into ``out`` (HTML)."""
+def sphinx_build(source: Path, out: Path, doctrees: Path, fresh: bool, **overrides) -> None:
+    """Build the staged Jupyter Book source ``source`` into ``out`` (HTML); ``overrides`` are
+    Sphinx settings (the Chinese site's ``language``)."""
     from jupyter_book.sphinx import build_sphinx
 
     result = build_sphinx(
@@ -560,6 +562,7 @@ def sphinx_build(source: Path, out: Path, doctrees: Path, fresh: bool) -> None:
         confoverrides={
             "external_toc_path": (source / "_toc.yml").as_posix(),
             "latex_individualpages": False,
+            **overrides,
         },
         doctreedir=doctrees,
         freshenv=fresh,
@@ -591,6 +594,67 @@ def build(force: bool = False) -> Path:
     return SITE
 
 
+# --------------------------------------------------------------------------- Chinese edition
+SITE_ZH = SITE / "zh"
+STAGE_ZH = ROOT / "build" / "book-src-zh"
+STAGE_BASE = ROOT / "build" / "book-src-zh-base"  # the English tree the Chinese one starts from
+DOCTREES_ZH = ROOT / "build" / "book-doctrees-zh"
+SNAPSHOT = re.compile(
+    r'<p class="widget-snapshot"><em>(.*?)</em>(?: at (.*?))?\. Run the notebook.*?</p>', re.S
+)
+
+
+def _snapshot_zh(nb: dict) -> None:
+    """The static widget notes of a chapter in Chinese."""
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            note = out.get("data", {}).get("text/html")
+            if isinstance(note, str) and "widget-snapshot" in note:
+                match = SNAPSHOT.search(note)
+                what = "交互控件的静态快照" if "snapshot" in match.group(1) else "一个交互控件"
+                at = f"（{match.group(2)}）" if match.group(2) else ""
+                out["data"]["text/html"] = (f'<p class="widget-snapshot"><em>{what}</em>{at}。运行笔记本'
+                                            "（<code>make lab LANG=zh</code>）即可拖动控件。</p>")
+
+
+def stage_zh() -> str:
+    """build/book-src-zh/: the staged book with the Chinese notebooks (``scripts/i18n.py generate``
+    writes them) and the pages translated from the catalogues. Returns the Chinese title."""
+    import i18n  # scripts/i18n.py
+
+    global STAGE
+    english_stage, STAGE = STAGE, STAGE_BASE  # the English tree, staged apart from build/book-src/
+    try:  # so that building both sites at once (two test workers) never shares a folder
+        stage()
+    finally:
+        STAGE = english_stage
+    for f in STAGE_BASE.rglob("*"):
+        if f.is_file():
+            _write(STAGE_ZH / f.relative_to(STAGE_BASE), f.read_bytes())
+    by_id = i18n.all_translations()
+    for path in chapters():
+        nb = json.loads((i18n.NOTEBOOKS_ZH / path.name).read_text(encoding="utf-8"))
+        static_widgets(nb)
+        _snapshot_zh(nb)
+        _write(STAGE_ZH / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    for name in ("intro.md", "glossary.md", "references.md"):
+        text = (STAGE_BASE / name).read_text(encoding="utf-8")
+        _write(STAGE_ZH / name, i18n.translate_page(text, by_id))
+    title = re.search(r"^#\s+(.+)$", (STAGE_ZH / "intro.md").read_text(encoding="utf-8"), re.M)
+    return title.group(1) if title else "Attention"
+
+
+def build_zh(force: bool = False) -> Path:
+    """Stage and build the Chinese site into build/book/zh/ (Sphinx ``language = zh_CN``)."""
+    start = time.perf_counter()
+    title = stage_zh()
+    sphinx_build(STAGE_ZH, SITE_ZH, DOCTREES_ZH, force, language="zh_CN", html_title=title,
+                 # MyST-NB's toggle of hidden code (it has no zh_CN translation of its own)
+                 nb_code_prompt_show="显示代码", nb_code_prompt_hide="隐藏代码")
+    print(f"built the Chinese book in {time.perf_counter() - start:.1f} s: open {SITE_ZH / 'index.html'}")
+    return SITE_ZH
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -599,10 +663,14 @@ def main() -> None:
         help="only fetch and cache MathJax (for the site) and axe-core (for its browser test)",
     )
     parser.add_argument("--force", action="store_true", help="rebuild every page")
+    parser.add_argument("--lang", choices=["en", "zh"], default="en",
+                        help="zh: the Chinese site in build/book/zh/ (after scripts/i18n.py generate)")
     args = parser.parse_args()
     if args.deps_only:
         print(f"MathJax {MATHJAX_VERSION} is in {fetch_mathjax()}")
         print(f"axe-core {AXE_VERSION} is in {fetch_axe()}")
+    elif args.lang == "zh":
+        build_zh(force=args.force)
     else:
         build(force=args.force)
 
