@@ -7,7 +7,7 @@ pass and returns zeros). Both graders grade the same class in the same run; the 
 submissions per minute and whether each grader gave the adversarial submissions points.
 
     from bench import grading
-    result = grading.run()               # 12 students x 8 assignments = 96 submissions
+    result = grading.run()               # 12 students x every assignment (9: 108 submissions)
     result = grading.run(quick=True)     # 4 students x ch03: proves it works
     print(grading.render(result))
 """
