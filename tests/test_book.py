@@ -387,12 +387,8 @@ def _axe_summary(violations: list[dict]) -> str:
     )
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_page_renders_offline_in_chromium(page, server, browser, axe):
-    report, errors, remote, shots = open_page(browser, f"{server}/{page}.html", axe)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    for suffix, png in shots.items():
-        (SHOTS / f"{page.replace('/', '__')}{suffix}.png").write_bytes(png)
+def assert_page_works(page, report, errors, remote):
+    """What every page of both editions must show in the browser (``open_page``'s report)."""
     assert not errors, f"console errors on {page}: {errors}"
     assert not remote, f"{page} fetched from other hosts: {remote}"
     assert not report["untypeset"] and not report["rawTex"], f"raw TeX left on {page}: {report}"
@@ -405,6 +401,15 @@ def test_page_renders_offline_in_chromium(page, server, browser, axe):
     assert not report["axe"], f"axe-core found WCAG A/AA violations on {page}:\n" + _axe_summary(
         report["axe"]
     )
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_offline_in_chromium(page, server, browser, axe):
+    report, errors, remote, shots = open_page(browser, f"{server}/{page}.html", axe)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for suffix, png in shots.items():
+        (SHOTS / f"{page.replace('/', '__')}{suffix}.png").write_bytes(png)
+    assert_page_works(page, report, errors, remote)
     assert report["reflowWidth"] <= REFLOW_WIDTH, (
         f"{page} is {report['reflowWidth']} px wide on a {REFLOW_WIDTH} px screen: it scrolls "
         "sideways (WCAG 1.4.10)"

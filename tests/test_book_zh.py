@@ -22,8 +22,8 @@ import pytest
 from test_book import (  # noqa: F401 (axe, browser: fixtures)
     PAGES,
     SHOTS,
-    _axe_summary,
     _QuietHandler,
+    assert_page_works,
     axe,
     browser,
     open_page,
@@ -90,12 +90,7 @@ def test_chinese_page_renders_offline_in_chromium(page, server, browser, axe):  
     SHOTS.mkdir(parents=True, exist_ok=True)
     for suffix, png in shots.items():
         (SHOTS / f"zh__{page.replace('/', '__')}{suffix}.png").write_bytes(png)
-    assert not errors, f"console errors on zh/{page}: {errors}"
-    assert not remote, f"zh/{page} fetched from other hosts: {remote}"
-    assert not report["untypeset"] and not report["rawTex"], f"raw TeX left on zh/{page}: {report}"
-    assert report["mjx"] >= report["math"] and not report["texErrors"], report
-    assert not report["brokenImages"] and report["widgetViews"] == 0, report
-    assert not report["axe"], f"axe-core: WCAG A/AA violations on zh/{page}:\n" + _axe_summary(report["axe"])
+    assert_page_works(f"zh/{page}", report, errors, remote)
     if page.startswith("notebooks/"):
         english, _, _, _ = open_page(browser, f"{server}/{page}.html")
         assert report["mjx"] >= english["mjx"], "the Chinese page lost formulas the English one typesets"
