@@ -44,37 +44,54 @@ def blockwise_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch
 
     Shapes as :func:`attnlib.scoring.scaled_dot_product`: queries ``(..., q, d)``, keys
     ``(..., k, d)``, values ``(..., k, d_v)``, ``mask`` bool broadcastable to ``(..., q, k)``
-    (True = attend); ``causal`` aligns the last query with the last key. Each query keeps a
-    running maximum ``m`` of its scores, a running sum ``ell`` of ``exp(score - m)`` and a running
-    weighted sum of values; when a block raises the maximum, what was summed before is rescaled
-    by ``exp(m_old - m_new)``. The result equals the full softmax, yet the largest temporary is
-    ``(..., q, block_size)``. A query with no visible key returns zeros.
+    (True = attend; a padding mask ``(..., 1, k)`` stays that small); ``causal`` aligns the last
+    query with the last key. Each query keeps a running maximum ``m`` of its scores, a running
+    sum ``ell`` of ``exp(score - m)`` and a running weighted sum of values; when a block raises
+    the maximum, what was summed before is rescaled by ``exp(m_old - m_new)``. The result equals
+    the full softmax, yet every temporary, the causal mask included, is ``(..., q, block_size)``:
+    each block's mask is made from positions inside the loop. A query with no visible key
+    returns zeros; a key/value position that the mask hides from every query is ignored, even
+    when it holds NaN or inf (the rule of :func:`~attnlib.scoring.scaled_dot_product`).
     """
     _check_sdp(queries, keys, values, mask, causal, 0.0, scale)
     check_int("block_size", block_size)
     nq, nk = queries.shape[-2], keys.shape[-2]
-    if causal:
-        cm = causal_mask(nq, nk, queries.device)  # (queries, keys)
-        mask = cm if mask is None else mask & cm
-    if mask is not None:
-        mask = mask.expand(*queries.shape[:-1], nk)  # (..., q, k), a view: no copy
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
     q = queries * scale  # (..., q, d)
     m = torch.full_like(q[..., :1], float("-inf"))  # (..., q, 1): running max of the scores
     ell = torch.zeros_like(m)  # (..., q, 1): running sum of exp(score - m)
     acc = q.new_zeros(*q.shape[:-1], values.shape[-1])  # (..., q, d_v): running sum of weights * v
+    query_pos = torch.arange(nk - nq, nk, device=q.device)[:, None]  # (q, 1): the last nq positions
     for start in range(0, nk, block_size):
-        s = q @ keys[..., start:start + block_size, :].transpose(-2, -1)  # (..., q, block)
-        if mask is not None:
-            s = s.masked_fill(~mask[..., start:start + block_size], float("-inf"))
+        k = keys[..., start:start + block_size, :]  # (..., block, d)
+        v = values[..., start:start + block_size, :]  # (..., block, d_v)
+        s = q @ k.transpose(-2, -1)  # (..., q, block)
+        seen = block_mask(mask, causal, query_pos, start, k.shape[-2])  # (..., 1 or q, block) or None
+        if seen is not None:
+            s = s.masked_fill(~seen, float("-inf"))
+            v = torch.where(seen.any(-2).unsqueeze(-1), v, 0.0)  # values no query sees: 0, not 0 * NaN
         m_new = torch.maximum(m, s.amax(-1, keepdim=True))  # (..., q, 1)
         shift = m_new.masked_fill(m_new == float("-inf"), 0.0)  # nothing seen yet: exp(-inf) = 0
         p = torch.exp(s - shift)  # (..., q, block): unnormalised weights of this block
         rescale = torch.exp(m - shift)  # (..., q, 1): old sums were relative to the old max
         ell = ell * rescale + p.sum(-1, keepdim=True)
-        acc = acc * rescale + p @ values[..., start:start + block_size, :]  # (..., q, d_v)
+        acc = acc * rescale + p @ v  # (..., q, d_v)
         m = m_new
     return acc / torch.where(ell > 0, ell, 1.0)  # (..., q, d_v); rows that saw nothing stay 0
+
+
+def block_mask(mask: torch.Tensor | None, causal: bool, query_pos: torch.Tensor, start: int,
+               size: int) -> torch.Tensor | None:
+    """Which queries see keys ``start .. start + size - 1``: the columns of ``mask`` (bool,
+    broadcastable to ``(..., q, k)``) and, with ``causal``, ``key position <= query position``
+    (``query_pos (q, 1)``), made for this block only. ``(..., 1 or q, size)``, or None."""
+    if mask is not None:
+        mask = mask[..., start:start + size] if mask.shape[-1] > 1 else mask  # (..., 1 or q, size)
+    if not causal:
+        return mask
+    key_pos = torch.arange(start, start + size, device=query_pos.device)  # (size,)
+    cm = key_pos <= query_pos  # (q, size)
+    return cm if mask is None else mask & cm  # (..., q, size)
 
 
 # --- sliding windows and other sparse patterns -------------------------------------------------

@@ -145,24 +145,41 @@ class MultiHeadAttention(AttentionModule):
                 k = self.rope(k, offset=0 if cache is None else len(cache))
             if cache is not None:
                 k, v = cache.append(k, v)  # (batch, kv heads, keys seen so far, head_dim)
-        group = self.num_heads // self.num_kv_heads
-        if group > 1:  # each key/value head serves `group` query heads in a row
-            k = k.repeat_interleave(group, dim=1)  # (batch, heads, keys, head_dim)
-            v = v.repeat_interleave(group, dim=1)  # (batch, heads, keys, head_dim)
         b, nq, nk = queries.shape[0], queries.shape[1], k.shape[2]
         if nq > nk and (causal or self.rope is not None):
             raise ValueError(f"more queries ({nq}) than keys ({nk}): with causal=True or rope the "
                              "queries are the last positions of the keys")
-        if self.rope is not None:
-            q = self.rope(q, offset=nk - nq)  # the queries are the last nq positions
+        if self.rope is not None:  # the queries are the last nq positions seen so far
+            seen = len(cache) if cache is not None and not cache.static else nk
+            q = self.rope(q, offset=seen - nq)
         mask = make_mask(valid_lens, b, nq, nk, queries.device)  # (batch, 1 or queries, keys) or None
         if mask is not None:
             mask = mask.unsqueeze(1)  # (batch, 1, 1 or queries, keys): same for every head
         p = self.dropout if self.training else 0.0
-        out, weights = scaled_dot_product(q, k, v, mask, causal, p, need_weights=self.recording,
-                                          check=False)
+        out, weights = grouped_attention(q, k, v, mask, causal, p, self.recording)
         self._keep(weights)  # (batch, heads, queries, keys), only while recording
         return self.W_o(self.transpose_output(out))  # (batch, queries, num_hiddens)
+
+
+def grouped_attention(q, k, v, mask, causal, dropout_p, need_weights):
+    """Scaled dot-product attention of ``q (batch, heads, queries, head_dim)`` over
+    ``k, v (batch, kv_heads, keys, head_dim)``, each key/value head serving ``heads / kv_heads``
+    query heads in a row, without copying it for each of them: the fused kernel indexes the shared
+    head itself (SDPA's ``enable_gqa``), and the weights path views the query heads as
+    ``(batch, kv_heads, group, queries, head_dim)`` against one broadcast key/value head.
+    ``mask`` is ``(batch, 1, 1 or queries, keys)`` or None. Returns ``(out (batch, heads,
+    queries, head_dim), weights (batch, heads, queries, keys) or None)``."""
+    group = q.shape[1] // k.shape[1]
+    if group == 1:
+        return scaled_dot_product(q, k, v, mask, causal, dropout_p, need_weights=need_weights,
+                                  check=False)
+    if not need_weights:
+        return scaled_dot_product(q, k, v, mask, causal, dropout_p, check=False, enable_gqa=True)
+    q = q.unflatten(1, (k.shape[1], group))  # (batch, kv heads, group, queries, head_dim), a view
+    k, v = k.unsqueeze(2), v.unsqueeze(2)  # (batch, kv heads, 1, keys, head_dim), views
+    mask = None if mask is None else mask.unsqueeze(1)  # (batch, 1, 1, 1 or queries, keys)
+    out, weights = scaled_dot_product(q, k, v, mask, causal, dropout_p, need_weights=True, check=False)
+    return out.flatten(1, 2), weights.flatten(1, 2)  # (batch, heads, queries, head_dim / keys)
 
 
 def check_config(num_hiddens, num_heads, dropout, sizes, rope) -> None:

@@ -171,7 +171,8 @@ def _check_sdp(queries, keys, values, mask, causal, dropout_p, scale) -> None:
 
 
 def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p=0.0,
-                       need_weights=False, scale=None, *, check: bool = True):
+                       need_weights=False, scale=None, *, check: bool = True,
+                       enable_gqa: bool = False):
     """Scaled dot-product attention over any leading dims (``(batch, heads, ...)``).
 
     Shapes: queries ``(..., q, d)``, keys ``(..., k, d)``, values ``(..., k, d_v)``;
@@ -187,6 +188,9 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
     is ignored, even when it holds NaN or inf; a query holding NaN or inf returns NaN;
     NaN or inf in a key or value that the query sees makes its output NaN.
     ``check=False`` skips the argument checks (for callers that made them already).
+    ``enable_gqa`` (fused path only, unchecked: :func:`attnlib.multihead.grouped_attention`
+    calls it) lets keys and values ``(batch, kv_heads, k, d)`` serve queries ``(batch, heads,
+    q, d)`` in groups of ``heads / kv_heads``, as SDPA's argument of that name.
     """
     if check:
         _check_sdp(queries, keys, values, mask, causal, dropout_p, scale)
@@ -208,10 +212,12 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
         poison = queries.sum(dim=-1, keepdim=True) * 0  # (..., q, 1): 0, or NaN for a NaN/inf query
         if mask is None:
             return F.scaled_dot_product_attention(
-                queries, keys, values, dropout_p=dropout_p, is_causal=causal, scale=scale) + poison, None
+                queries, keys, values, dropout_p=dropout_p, is_causal=causal, scale=scale,
+                enable_gqa=enable_gqa) + poison, None
         empty = ~mask.any(dim=-1, keepdim=True)  # (..., q, 1): rows with nothing to see
         out = F.scaled_dot_product_attention(
-            queries, keys, values, attn_mask=mask | empty, dropout_p=dropout_p, scale=scale)
+            queries, keys, values, attn_mask=mask | empty, dropout_p=dropout_p, scale=scale,
+            enable_gqa=enable_gqa)
         return (out + poison).masked_fill(empty, 0.0), None  # (..., q, d_v)
     dtype = queries.dtype
     wide = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype

@@ -82,6 +82,33 @@ def test_blockwise_never_builds_the_score_matrix():
     assert blocked < full / 3
 
 
+@pytest.mark.parametrize("masks", ["none", "causal", "padding", "causal+padding"])
+def test_blockwise_memory_stays_linear_with_masks(masks):
+    """Every temporary is (q, block): doubling n doubles the peak, with masks too, and the peak
+    stays well below one n x n bool mask (the causal mask used to be built whole)."""
+    peaks = []
+    for n in (512, 1024):
+        q, k, v = (torch.randn(1, 1, n, 16) for _ in range(3))
+        pad = torch.ones(1, 1, 1, n, dtype=torch.bool)
+        pad[..., n // 2:] = False
+        kw = {"causal": "causal" in masks, "mask": pad if "padding" in masks else None}
+        with torch.no_grad():
+            peaks.append(peak_memory(E.blockwise_attention, q, k, v, block_size=32, **kw)[0])
+    assert peaks[1] < 2.3 * peaks[0]
+    assert peaks[1] < 1024 * 1024  # one (n, n) bool mask
+
+
+def test_blockwise_ignores_nan_and_inf_that_the_mask_hides_from_every_query():
+    q, k, v = qkv(2, 2, 5, 4)
+    mask = A.make_mask(torch.tensor([8, 3]), 2, 5, 8).unsqueeze(1)  # (2, 1, 1, 8)
+    k, v = k.clone(), v.clone()
+    k[1, :, 3:], v[1, :, 3:] = float("nan"), float("inf")  # padding garbage of sequence 1
+    for causal in (False, True):
+        out = E.blockwise_attention(q, k, v, mask, causal=causal, block_size=2)
+        assert out.isfinite().all()
+        torch.testing.assert_close(out, A.scaled_dot_product(q, k, v, mask, causal=causal)[0])
+
+
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"block_size": 0}, ValueError, "block_size must be a positive int"),
     ({"block_size": 2.5}, TypeError, "block_size must be an int"),
@@ -151,6 +178,20 @@ def test_window_cache_decoding_equals_full_recomputation(window, num_kv_heads):
     held = caches[0].k.shape[2]
     assert held == (14 if window is None else window - 1) and len(caches[0]) == 14
     assert caches[0].k.shape[1] == (num_kv_heads or 4)
+
+
+@pytest.mark.parametrize("window, num_kv_heads", [(3, None), (4, 2)])
+def test_rotary_window_cache_decoding_equals_full_recomputation(window, num_kv_heads):
+    """Keys and queries rotate at their true positions once the window cache drops old ones."""
+    torch.manual_seed(0)
+    blk = E.EfficientBlock(16, 32, 4, num_kv_heads, window).eval()
+    blk.attention.rope = A.RotaryEmbedding(4, max_len=64)
+    X = torch.randn(2, 13, 16)
+    full = blk(X)
+    cache = E.WindowKVCache(window)
+    steps = [blk(X[:, :3], cache)] + [blk(X[:, i:i + 1], cache) for i in range(3, 13)]
+    torch.testing.assert_close(torch.cat(steps, 1), full)
+    assert cache.held == window - 1 and len(cache) == 13
 
 
 def test_window_equals_masked_full_attention():

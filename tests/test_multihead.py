@@ -231,3 +231,41 @@ def test_gqa_gradients_reach_the_shared_projections():
 def test_gqa_bad_num_kv_heads(num_kv_heads, error, match):
     with pytest.raises(error, match=match):
         A.MultiHeadAttention(16, 4, num_kv_heads=num_kv_heads)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_gqa_never_copies_the_shared_heads(need_weights):
+    """No tensor of (batch, heads, keys, head_dim) is made: the shared key/value heads are
+    indexed (fused kernel) or broadcast (weights path), not repeated for every query head."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Shapes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, torch.Tensor):
+                    self.seen.append((str(func), tuple(t.shape)))
+            return out
+
+    torch.manual_seed(0)
+    mha = A.MultiHeadAttention(16, 4, num_kv_heads=1).eval()
+    Q, KV = torch.randn(2, 3, 16), torch.randn(2, 7, 16)
+    expected_heads = []
+    with torch.no_grad():
+        k, v = (mha.transpose_qkv(W(KV), 1).expand(2, 4, 7, 4) for W in (mha.W_k, mha.W_v))
+        expected = F.scaled_dot_product_attention(mha.transpose_qkv(mha.W_q(Q)), k, v)
+        expected_heads.append(mha.W_o(mha.transpose_output(expected)))
+        with Shapes() as shapes:
+            if need_weights:
+                with A.record_attention(mha) as rec:
+                    out = mha(Q, KV, KV)
+                assert rec.last("MultiHeadAttention").shape == (2, 4, 3, 7)
+            else:
+                out = mha(Q, KV, KV)
+    copies = [op for op, shape in shapes.seen if shape == (2, 4, 7, 4)]
+    assert not copies, copies
+    torch.testing.assert_close(out, expected_heads[0])
