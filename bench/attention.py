@@ -404,9 +404,10 @@ GPU_SIZES, GPU_QUICK_SIZES = (512, 1024, 2048, 4096, 8192), (512, 2048)
 GPU_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
-def run_gpu(device, quick: bool = False, d2l=None, log=print) -> dict:
+def run_gpu(device, quick: bool = False, d2l=None, log=print, progress=None) -> dict:
     """The core and module tables at GPU sizes in bf16, fp16 and fp32, with TFLOP/s as a share
-    of the measured bf16 matmul peak, and the SDPA kernel each mask gets in each dtype."""
+    of the measured bf16 matmul peak, and the SDPA kernel each mask gets in each dtype.
+    ``progress(result so far)`` is called after each dtype, so a run cut short keeps its tables."""
     sizes = GPU_QUICK_SIZES if quick else GPU_SIZES
     budget = 0.5 if quick else 1.5
     free_gib = torch.cuda.mem_get_info(device)[0] / 2**30
@@ -417,6 +418,8 @@ def run_gpu(device, quick: bool = False, d2l=None, log=print) -> dict:
         return not fits_in_memory(name, n, g["batch"], g["heads"], free_gib / 2)
 
     tables = {}
+    result = {"settings": dict(g, sizes=list(sizes), dtypes=[str(d) for d in GPU_DTYPES]),
+              "bf16_matmul_peak": peak, "sdpa_backends": sdpa_backends(device), "tables": tables}
     for dtype in GPU_DTYPES:
         plan = [(n, MASKS, (), 1) for n in sizes]
         name = str(dtype).removeprefix("torch.")
@@ -425,8 +428,9 @@ def run_gpu(device, quick: bool = False, d2l=None, log=print) -> dict:
                                         budget_s=budget, skip=skip, log=log, dtype=dtype,
                                         peak_gflops=peak["gflops_median"], **g)
                         for kind in ("core", "module")}
-    return {"settings": dict(g, sizes=list(sizes), dtypes=[str(d) for d in GPU_DTYPES]),
-            "bf16_matmul_peak": peak, "sdpa_backends": sdpa_backends(device), "tables": tables}
+        if progress is not None:
+            progress(result)
+    return result
 
 
 def sdpa_backends(device, n: int = 2048) -> dict:
