@@ -351,21 +351,22 @@ def make_pair_recall_task(num_examples: int, num_pairs: int, num_queries: int, n
 
 # --- ALiBi: a distance penalty instead of position embeddings ----------------------------------
 
-def alibi_slopes(num_heads: int) -> torch.Tensor:
+def alibi_slopes(num_heads: int, device=None) -> torch.Tensor:
     """The head slopes of Press et al. (2022): the geometric sequence ``2^(-8/h), 2^(-16/h), ..``
-    ``(heads,)``; for a ``num_heads`` that is not a power of 2, the paper's interleaving."""
+    ``(heads,)``; for a ``num_heads`` that is not a power of 2, the paper's interleaving.
+    Computed on ``device``: no host-to-device copy (which would wait for the GPU) at every call."""
     check_int("num_heads", num_heads)
     p = 2 ** math.floor(math.log2(num_heads))  # the largest power of 2 <= num_heads
-    slopes = [2 ** (-8 * (i + 1) / p) for i in range(p)]
-    extra = [2 ** (-4 * (2 * i + 1) / p) for i in range(num_heads - p)]  # from the 2p sequence
-    return torch.tensor(slopes + extra)  # (heads,)
+    slopes = 2 ** (-8 * torch.arange(1, p + 1, device=device) / p)  # (p,)
+    extra = 2 ** (-4 * (2 * torch.arange(num_heads - p, device=device) + 1) / p)  # from the 2p sequence
+    return torch.cat((slopes, extra))  # (heads,)
 
 
 def alibi_bias(num_heads: int, num_queries: int, num_keys: int, device=None) -> torch.Tensor:
     """Additive causal score bias ``(heads, queries, keys)``: ``-slope_h * (i - j)`` for key
     ``j`` at or before query ``i`` (bottom-right aligned), ``-inf`` for later keys."""
     causal_mask(num_queries, num_keys)  # checks the counts: queries are the last keys
-    slopes = alibi_slopes(num_heads).to(device)  # (heads,)
+    slopes = alibi_slopes(num_heads, device)  # (heads,)
     pos_q = torch.arange(num_keys - num_queries, num_keys, device=device)  # (queries,)
     dist = (pos_q[:, None] - torch.arange(num_keys, device=device)).float()  # (queries, keys)
     bias = -slopes[:, None, None] * dist  # (heads, queries, keys)

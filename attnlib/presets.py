@@ -114,11 +114,12 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
     The same call always gives the same model, so it is trained once and then loaded
     (``history.cached`` is then True):
 
-    * ``pretrained``: on the CPU, the weights that ship with attnlib (:data:`PRETRAINED_DIR`,
-      written by ``make models`` with this very call) when they were made from the same
-      :func:`recipe`: preset, settings, data and the code of the modules involved. The Transformer
-      takes about a minute to train on two CPU cores, and chapters 5 and 7 study it; on a GPU it
-      trains in seconds, so there it always trains.
+    * ``pretrained``: the weights that ship with attnlib (:data:`PRETRAINED_DIR`, written by
+      ``make models`` with this very call on the CPU) when they were made from the same
+      :func:`recipe`: preset, settings, data and the code of the modules involved. Chapters 5 and
+      7 study this very model, so they load it on every device: the Transformer takes about a
+      minute to train on two CPU cores (seconds on a GPU), and a model trained on another float
+      path is another model, whose heads and numbers are not the ones the chapters describe.
     * ``cache``: the weights and the :class:`~attnlib.training.History` are saved under
       :func:`cache_dir`, and the next call with the same preset, settings, data, device type,
       torch and attnlib loads them. A file saved by another version of attnlib's code can never
@@ -137,7 +138,7 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
     source = _source_hash()
     path = cache_dir() / f"{name}-{source}-{fingerprint}.pt"
     shipped = pretrained_path(name, data, **overrides)
-    shipped_ok = pretrained and device.type == "cpu" and shipped.exists()
+    shipped_ok = pretrained and shipped.exists()
     for saved_path, use in ((shipped, shipped_ok), (path, cache and path.exists())):
         if use:
             try:

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlib import presets, training
+from attnlib import best_device, presets, training
 from attnlib.data import TranslationData
 from attnlib.decoding import beam_search, greedy_decode, translate
 from attnlib.presets import (
@@ -105,7 +105,7 @@ def test_short_training_lowers_the_loss(data, make):
     assert len(history.train_loss) == len(history.val_loss) == len(history.seconds) == 4
     assert history.train_loss[-1] < history.train_loss[0]
     assert history.val_loss[-1] < before - 0.5
-    assert history.device == "cpu" and not model.training
+    assert history.device == best_device().type and not model.training
     real = sum(int((b[3] != 0).sum()) for b in data.train_dataloader())
     assert history.tokens == [real] * 4  # padding is not counted as throughput
     assert history.tokens_per_sec == pytest.approx(4 * real / sum(history.seconds))
@@ -148,7 +148,8 @@ def test_validation_loss_uses_the_causal_mask(data):
     """evaluate_loss equals the loss of decoding the references one token at a time."""
     model = tiny_transformer(data)
     train_seq2seq(model, data, 1, 0.01, progress=False)
-    src, tgt_in, vl, label = data.build(data.val[:8])
+    device = next(model.parameters()).device  # train_seq2seq's default: the best device here
+    src, tgt_in, vl, label = (t.to(device) for t in data.build(data.val[:8]))
     state, outs = model.encode(src, vl), []
     for t in range(tgt_in.shape[1]):
         out, state = model.decoder(tgt_in[:, t: t + 1], state)
