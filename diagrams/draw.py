@@ -241,6 +241,11 @@ def parse_math(tex: str) -> list[tuple[str, str, int]]:
             elif name in ("mathrm", "text", "operatorname"):
                 body, i = group(i)
                 runs.append((body, "r", 0))
+            elif name in ("tilde", "hat", "bar"):  # a combining accent on the last character
+                body, i = group(i)
+                inner = parse_math(body)
+                mark = {"tilde": "\u0303", "hat": "\u0302", "bar": "\u0304"}[name]
+                runs.extend(inner[:-1] + [(inner[-1][0] + mark, *inner[-1][1:])])
             elif name == "mathit":
                 body, i = group(i)
                 runs.append((body, "i", 0))
