@@ -98,7 +98,7 @@ def _fake(i: int, j: int) -> float:
 @diagram(720, 316)
 def ch06_positional_add(d: Diagram) -> None:
     """Token embeddings plus the sinusoidal position table give the model's input."""
-    n, dim, cell = 20, 16, 8
+    n, dim, cell = 16, 16, 8
     X = [[0.8 * _fake(i, j) for j in range(dim)] for i in range(n)]
     P = [
         [(math.sin if j % 2 == 0 else math.cos)(i / 10000 ** ((j // 2 * 2) / dim)) for j in range(dim)]

@@ -139,6 +139,8 @@ def wrap(s: str, size: float, width: float, kind: str = "s") -> list[str]:
             line += tok
     if line.strip():
         lines.append(line.rstrip())
+    if len(lines) > 1 and len(lines[-1]) == 1 and _is_wide(lines[-1]) and len(lines[-2]) > 2:
+        lines[-2], lines[-1] = lines[-2][:-1], lines[-2][-1] + lines[-1]  # no orphan character
     return lines or [""]
 
 
@@ -561,8 +563,10 @@ class Diagram:
     def matrix(
         self, x, y, M, cell=14, cmap_name="viridis", limit=None, stroke="#ffffff", sw=0.6, masked=None
     ):
-        """A heatmap of the nested list ``M`` (rows down). ``masked`` (row, col) cells are grey."""
+        """A heatmap of the nested list ``M`` (rows down). ``masked`` (row, col) cells are grey.
+        The cells share one group's stroke, which keeps large matrices small."""
         limit = limit or max(abs(v) for row in M for v in row) or 1.0
+        cells = []
         for i, row in enumerate(M):
             for j, v in enumerate(row):
                 if masked and (i, j) in masked:
@@ -571,7 +575,11 @@ class Diagram:
                     colour = viridis(v / limit)
                 else:
                     colour = signed(v, limit)
-                self.rect(x + j * cell, y + i * cell, cell, cell, fill=colour, stroke=stroke, sw=sw, rx=0)
+                cells.append(
+                    f'<rect x="{_f(x + j * cell)}" y="{_f(y + i * cell)}" width="{_f(cell)}" '
+                    f'height="{_f(cell)}" fill="{colour}"/>'
+                )
+        self.add(f'<g stroke="{stroke}" stroke-width="{_f(sw)}">' + "".join(cells) + "</g>")
         return (x, y, len(M[0]) * cell, len(M) * cell)
 
     def op(self, cx, cy, symbol, r=11, size=15):
