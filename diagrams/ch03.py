@@ -141,7 +141,7 @@ def ch03_masked_softmax(d: Diagram) -> None:
     answers = [
         ("attnlib", ["0"] * 6, ["#ffffff"] * 6, "zeros: no weight at all"),
         ("d2l", [".17"] * 6, [viridis(1 / 6)] * 6, "fill −10⁶: uniform over the padding"),
-        ("fill −∞", ["NaN"] * 6, ["#f2d0d0"] * 6, "0/0 = NaN, which spreads"),
+        ("-inf", ["NaN"] * 6, ["#f2d0d0"] * 6, "fill −∞: 0/0 = NaN, which spreads"),
     ]
     for k, (who, vals, colours, note) in enumerate(answers):
         y = y2 - 14 + k * 42

@@ -92,7 +92,8 @@ def ch04_bahdanau_step(d: Diagram) -> None:
     d.arrow((dx + 124, 40), (dx + 150, 40), color=ROLES["output"][1])
     _token(d, dx + 180, 29, "dort", "output")
     d.math(dx + 214, 45, r"y_t", 13, anchor="start")
-    d.code(36, 20, "Seq2SeqAttentionDecoder: one step t", 12, anchor="start")
+    d.code(36, 20, "Seq2SeqAttentionDecoder", 12, anchor="start")
+    d.label(210, 20, "one decoding step t", 12, anchor="start", fill=MUTED)
 
 
 def _chain(d: Diagram, y: float, items: list, gap: float = 24) -> dict:

@@ -63,7 +63,8 @@ def ch05_multihead(d: Diagram) -> None:
     d.rect(14, 14, 692, 314, fill="none", stroke="#8c8c8c", sw=1.1, rx=8, dash="5 3")
     d.code(24, 32, "MultiHeadAttention", 12, anchor="start")
     d.shape(cx + 92, 90, "(batch, n, num_hiddens)", 10, anchor="start")
-    d.shape(36, 200, "each head: (batch, n, p)", 10, anchor="start")
+    d.label(36, 200, "each head:", 10, anchor="start", fill=MUTED)
+    d.shape(98, 200, "(batch, n, p)", 10, anchor="start")
 
 
 def _grid(
@@ -118,4 +119,5 @@ def ch05_split_heads(d: Diagram) -> None:
     d.polyline([(24, 214), (24, 222), (cx0 + 70, 222), (cx0 + 70, 214)], stroke=MUTED, sw=1)
     d.code((24 + cx0 + 70) / 2, 240, "transpose_qkv", 12)
     d.polyline([(cx0 + 8, 250), (cx0 + 8, 258), (dx0 + wd, 258), (dx0 + wd, 250)], stroke=MUTED, sw=1)
-    d.code((cx0 + dx0 + wd) / 2, 276, "attention, then transpose_output", 12)
+    d.label((cx0 + dx0 + wd) / 2 - 4, 276, "attention, then", 12, anchor="end")
+    d.code((cx0 + dx0 + wd) / 2 + 2, 276, "transpose_output", 12, anchor="start")

@@ -70,13 +70,9 @@ def ch09_online_softmax(d: Diagram) -> None:
         11,
         fill=MUTED,
     )
-    d.code(
-        360,
-        316,
-        "blockwise_attention: keys and values block by block, never the n × n matrix",
-        11,
-        fill=MUTED,
-    )
+    d.code(24, 316, "blockwise_attention", 11, anchor="start", fill=MUTED)
+    d.label(160, 316, "reads keys and values block by block and never builds the n × n matrix", 11,
+            anchor="start", fill=MUTED)
     d.math(x0 + 6 * cell + 24, y_s + 20, r"\mathbf{q}^\top \mathbf{k}_j / \sqrt{d}", 13, anchor="start")
 
 

@@ -134,6 +134,15 @@ def test_no_label_is_left_english_in_the_chinese_diagrams(fresh):
             assert not english, f"{name}: labels left English in the Chinese diagram: {english}"
 
 
+def test_code_and_shapes_hold_no_english_prose(fresh):
+    """Text in the monospace font (class names, shapes, tokens) is the same in both editions, so
+    it must not hide a phrase that a Chinese reader would need translated."""
+    prose = re.compile(r"\b[a-z]{2,} [a-z]{2,}\b")
+    found = [(name, t) for (name, lang), svg in fresh[0].items() if lang == "en"
+             for t in re.findall(r'<text [^>]*class="c"[^>]*>([^<]*)</text>', svg) if prose.search(t)]
+    assert not found, f"English words in code-font texts (use d.label for words): {found}"
+
+
 def test_the_check_sees_an_untranslated_label():
     name = next(iter(REGISTRY))
     missing = []
