@@ -1,7 +1,7 @@
 """Chapter 8: a decoder-only language model, the Vision Transformer, SNAIL."""
 
 from . import diagram
-from .draw import INK, LINE, MUTED, ROLES, Diagram, viridis
+from .draw import INK, LINE, MUTED, ROLES, Diagram
 
 TEXT = ["<bos>", "t", "o", "m", "_", "i", "s"]
 
@@ -161,7 +161,7 @@ def ch08_snail(d: Diagram) -> None:
                 sx + p * dx,
                 y,
                 5,
-                fill=viridis(0.8) if on else "#ffffff",
+                fill="#bdbdbd" if on else "#ffffff",
                 stroke=INK if on else "#999999",
                 sw=1.1,
             )
