@@ -37,6 +37,7 @@ help:
 	@echo "  make lab          set up (if needed) and start JupyterLab on notebooks/"
 	@echo "                    options: make lab LAB_ARGS=\"--port 8890 --no-browser\""
 	@echo "  make book         build the static website into build/book/ (open build/book/index.html)"
+	@echo "  make diagrams     draw the diagrams (diagrams/) into SVG, both editions, and refresh the chapters' copies"
 	@echo "Chinese edition (中文版, docs/translating.md):"
 	@echo "  make lab LANG=zh  generate the Chinese notebooks into build/zh/notebooks/ and open them"
 	@echo "  make book         also builds the Chinese site, build/book/zh/index.html"
@@ -100,7 +101,7 @@ endif
 	$(BIN)/jupyter lab --config=book/lab_config.py --ServerApp.root_dir=$(LAB_DIR) $(ROOT_ARGS) $(LAB_ARGS)
 
 lint: install
-	$(BIN)/ruff check attnlib tests notebooks assignments scripts
+	$(BIN)/ruff check attnlib tests notebooks assignments scripts diagrams
 
 format: install
 	$(BIN)/ruff format attnlib tests
@@ -246,7 +247,13 @@ system-deps:  ## install the system packages the browser test needs (Debian/Ubun
 	echo "system-deps: installing $$pkgs with $${sudo:+sudo }apt-get. $$why."; \
 	$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs
 
-book: book-deps  ## build the static website into build/book/ and the Chinese one into build/book/zh/
+# The diagrams (diagrams/, docs/diagrams.md): SVG in both editions, and the chapters' diagram cells
+# (which carry the SVG itself, so a chapter shows them wherever it goes). Writes only what changed.
+.PHONY: diagrams
+diagrams: install
+	$(BIN)/python scripts/render_diagrams.py
+
+book: book-deps diagrams  ## build the static website into build/book/ and the Chinese one into build/book/zh/
 	$(BIN)/python scripts/build_book.py
 	$(BIN)/python scripts/i18n.py generate
 	$(BIN)/python scripts/build_book.py --lang zh
