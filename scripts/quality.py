@@ -218,6 +218,7 @@ def dropout_markdown(section: dict) -> str:
         "preset's setting is marked *preset*. Alignment and AER as above (teacher-forced); `peak "
         "weight`: the mean, over the target tokens with a gold alignment, of the largest weight in "
         "their attention row (1: all the weight on one source token).", "",
+        f"Machine: {meta['machine']}; torch {meta['torch']}, {meta['threads']}.", "",
         "| model | dropout | BLEU | BLEU by seed | chrF | alignment % | alignment % by seed | AER | "
         "peak weight | val loss |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for m in dict.fromkeys(r["model"] for r in runs):
