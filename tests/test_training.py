@@ -180,6 +180,17 @@ def test_every_preset_builds_for_the_data(data, name):
     assert set(training_args(name)) == {"num_epochs", "lr"}
 
 
+def test_each_rnn_preset_reads_the_source_as_its_paper_does_and_any_can_be_switched(data):
+    """Bahdanau et al.'s encoder reads both ways, Sutskever's and Luong's one way (chapter 4's table);
+    ``bidirectional`` is a setting of every RNN preset, so one factor can be changed at a time."""
+    for name in ("no_attention", "bahdanau", "luong_dot", "luong_general"):
+        assert build_model(name, data).encoder.bidirectional == (name == "bahdanau"), name
+        switched = build_model(name, data, bidirectional=name != "bahdanau").eval()
+        assert switched.encoder.bidirectional == (name != "bahdanau")
+        src, tgt_in, vl, _ = data.build(data.val[:2])
+        assert switched(src, tgt_in, vl).shape == (2, data.num_steps, len(data.tgt_vocab))
+
+
 def test_preset_errors(data):
     with pytest.raises(ValueError, match="unknown preset"):
         build_model("lstm", data)
