@@ -356,8 +356,20 @@ class KeyValueMemory(nn.Module):
         self.W_q, self.W_k = nn.Linear(num_hiddens, num_hiddens), nn.Linear(num_hiddens, num_hiddens)
         self.out = nn.Linear(num_hiddens, num_values)
 
+    def embed(self, pairs: torch.Tensor, queries: torch.Tensor):
+        """The read's queries ``(batch, Q, h)``, keys and values ``(batch, P, h)``: the key ids'
+        embeddings projected by ``W_q`` and ``W_k``, the value ids' embeddings as they are."""
+        check_tensor("pairs", pairs, 3, "(batch, pairs, 2)")
+        check_token_ids("pairs[..., 0]", pairs[..., 0], self.num_keys, module_device(self))
+        check_token_ids("pairs[..., 1]", pairs[..., 1], self.num_values, module_device(self))
+        check_token_ids("queries", queries, self.num_keys, module_device(self))
+        k = self.W_k(self.key_embedding(pairs[..., 0]))  # (batch, P, h)
+        v = self.value_embedding(pairs[..., 1])  # (batch, P, h)
+        q = self.W_q(self.key_embedding(queries))  # (batch, Q, h)
+        return q, k, v
+
     def forward(self, pairs: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
-        q, k, v = self._qkv(pairs, queries)  # (batch, Q, h), (batch, P, h), (batch, P, h)
+        q, k, v = self.embed(pairs, queries)  # (batch, Q, h), (batch, P, h), (batch, P, h)
         if self.kind == "softmax":
             read = F.scaled_dot_product_attention(q, k, v)  # (batch, Q, h)
         else:
@@ -367,21 +379,11 @@ class KeyValueMemory(nn.Module):
     def weights(self, pairs: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
         """How much each query's read takes from each stored pair, ``(batch, Q, P)``, rows summing
         to 1: ``softmax(q.k / sqrt(h))``, or ``phi(q).phi(k)`` over its sum for linear attention."""
-        q, k, _ = self._qkv(pairs, queries)
+        q, k, _ = self.embed(pairs, queries)
         if self.kind == "softmax":
             return (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)  # (batch, Q, P)
         kernel = self.feature_map(q) @ self.feature_map(k).transpose(-2, -1)  # (batch, Q, P)
         return kernel / kernel.sum(-1, keepdim=True)
-
-    def _qkv(self, pairs, queries):
-        check_tensor("pairs", pairs, 3, "(batch, pairs, 2)")
-        check_token_ids("pairs[..., 0]", pairs[..., 0], self.num_keys, module_device(self))
-        check_token_ids("pairs[..., 1]", pairs[..., 1], self.num_values, module_device(self))
-        check_token_ids("queries", queries, self.num_keys, module_device(self))
-        k = self.W_k(self.key_embedding(pairs[..., 0]))  # (batch, P, h)
-        v = self.value_embedding(pairs[..., 1])  # (batch, P, h)
-        q = self.W_q(self.key_embedding(queries))  # (batch, Q, h)
-        return q, k, v
 
 
 def make_pair_recall_task(num_examples: int, num_pairs: int, num_queries: int, num_keys: int,

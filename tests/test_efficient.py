@@ -428,7 +428,7 @@ def test_memory_feature_map_hook():
     torch.manual_seed(0)
     memory = E.KeyValueMemory(10, 4, 8, "linear", feature_map=positive_random_features)
     pairs, queries, _ = E.make_pair_recall_task(3, 5, 2, 10, 4, torch.Generator().manual_seed(0))
-    q, k, v = memory._qkv(pairs, queries)
+    q, k, v = memory.embed(pairs, queries)
     state = positive_random_features(k).transpose(-2, -1) @ v  # (3, 32, 8)
     read = positive_random_features(q) @ state / (positive_random_features(q)
                                                  @ positive_random_features(k).sum(-2, keepdim=True).mT)
