@@ -54,19 +54,21 @@ def blockwise_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch
     each block's mask is made from positions inside the loop. A query with no visible key
     returns zeros; a key/value position that the mask hides from every query is ignored, even
     when it holds NaN or inf (the rule of :func:`~attnlib.scoring.scaled_dot_product`).
+    Half-precision inputs are summed in float32, as fused kernels keep their running statistics.
     """
     _check_sdp(queries, keys, values, mask, causal, 0.0, scale)
     check_int("block_size", block_size)
     nq, nk = queries.shape[-2], keys.shape[-2]
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
-    q = queries * scale  # (..., q, d)
+    wide = torch.float32 if queries.dtype in (torch.float16, torch.bfloat16) else queries.dtype
+    q = queries.to(wide) * scale  # (..., q, d)
     m = torch.full_like(q[..., :1], float("-inf"))  # (..., q, 1): running max of the scores
     ell = torch.zeros_like(m)  # (..., q, 1): running sum of exp(score - m)
     acc = q.new_zeros(*q.shape[:-1], values.shape[-1])  # (..., q, d_v): running sum of weights * v
     query_pos = torch.arange(nk - nq, nk, device=q.device)[:, None]  # (q, 1): the last nq positions
     for start in range(0, nk, block_size):
-        k = keys[..., start:start + block_size, :]  # (..., block, d)
-        v = values[..., start:start + block_size, :]  # (..., block, d_v)
+        k = keys[..., start:start + block_size, :].to(wide)  # (..., block, d)
+        v = values[..., start:start + block_size, :].to(wide)  # (..., block, d_v)
         s = q @ k.transpose(-2, -1)  # (..., q, block)
         seen = block_mask(mask, causal, query_pos, start, k.shape[-2])  # (..., 1 or q, block) or None
         if seen is not None:
@@ -79,7 +81,8 @@ def blockwise_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch
         ell = ell * rescale + p.sum(-1, keepdim=True)
         acc = acc * rescale + p @ v  # (..., q, d_v)
         m = m_new
-    return acc / torch.where(ell > 0, ell, 1.0)  # (..., q, d_v); rows that saw nothing stay 0
+    out = acc / torch.where(ell > 0, ell, 1.0)  # (..., q, d_v); rows that saw nothing stay 0
+    return out.to(queries.dtype)
 
 
 def block_mask(mask: torch.Tensor | None, causal: bool, query_pos: torch.Tensor, start: int,

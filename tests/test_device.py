@@ -232,6 +232,7 @@ def _chapter_9_cases(device) -> list:
             (A.efficient.PositionTagger(5, 4, "alibi", 8).to(device), (ids.clamp(max=4),)),
             (A.efficient.PositionTagger(5, 4, "rotary", 8).to(device), (ids.clamp(max=4),)),
             (A.sliding_window_mask, (3, 5, 2, device)),
+            (A.sliding_window_attention, (k, k, v, 2, 2)),
             (A.attention_pattern, ("dilated", 6, 2, 2, 1, device))]
 
 

@@ -98,6 +98,19 @@ def test_blockwise_memory_stays_linear_with_masks(masks):
     assert peaks[1] < 1024 * 1024  # one (n, n) bool mask
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_blockwise_sums_half_precision_in_float32(dtype):
+    """Many small blocks summed in bf16/fp16 drift; the running statistics stay float32, so the
+    result is the float32 one rounded once."""
+    q, k, v = (t * 2 for t in qkv(2, 2, 16, 32, seed=3))
+    k, v = k.repeat(1, 1, 16, 1), v.repeat(1, 1, 16, 1)  # 304 keys in 38 blocks of 8
+    mask = A.make_mask(torch.tensor([304, 150]), 2, 16, 304).unsqueeze(1)
+    out = E.blockwise_attention(q.to(dtype), k.to(dtype), v.to(dtype), mask, block_size=8)
+    exact = E.blockwise_attention(*(t.to(dtype).float() for t in (q, k, v)), mask, block_size=8)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out, exact.to(dtype), atol=0, rtol=0)
+
+
 def test_blockwise_ignores_nan_and_inf_that_the_mask_hides_from_every_query():
     q, k, v = qkv(2, 2, 5, 4)
     mask = A.make_mask(torch.tensor([8, 3]), 2, 5, 8).unsqueeze(1)  # (2, 1, 1, 8)
