@@ -141,6 +141,8 @@ def _grade(args) -> int:
                  ("--assignment", args.assignment), ("--no-sandbox", args.no_sandbox),
                  ("--course", args.course), ("--force", args.force))
         ignored = [opt for opt, yes in given if yes]
+        if args.submissions is None:
+            parser().error("--legacy needs SUBMISSIONS")
         if ignored:
             parser().error(f"--legacy grades every pair one at a time, unsandboxed, with --out and "
                            f"--timeout only; it does not take {', '.join(ignored)}")
