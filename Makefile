@@ -57,10 +57,13 @@ help:
 	@echo "  make reproducibility  retrain them with other CPU kernels -> results/reproducibility.json"
 	@echo "  make bench        time attnlib against PyTorch and d2l -> results/bench.md"
 	@echo "                    (python -m bench --quick: a short check that writes build/bench-quick/)"
-	@echo "For instructors (docs/instructors.md):"
-	@echo "  make assignments  write the student versions to build/assignments/release/"
-	@echo "                    (LANG=zh: the Chinese ones to build/assignments-zh/release/)"
-	@echo "  make grade        autograde SUBMISSIONS=folder (default build/submitted) [JOBS=N] -> build/grades/runs/"
+	@echo "For instructors (docs/instructors.md; COURSE=folder, default build/assignments):"
+	@echo "  make assignments  build or update the course: student versions in COURSE/release/, the gradebook"
+	@echo "                    (LANG=zh: the Chinese ones, COURSE default build/assignments-zh)"
+	@echo "  make grade        grade COURSE/submitted in the sandbox into the gradebook [JOBS=N FORCE=1"
+	@echo "                    STUDENT=id ASSIGNMENT=name] -> reports in COURSE/grading/"
+	@echo "  make export       the grades for the LMS: LMS=canvas|moodle|csv -> COURSE/grading/LMS.csv"
+	@echo "  make formgrader   JupyterLab on COURSE with nbgrader's formgrader (manual grading, feedback)"
 	@echo "Set-up and maintenance:"
 	@echo "  make install      build $(VENV) from requirements.lock (a no-op when up to date)"
 	@echo "  make system-deps  apt-get chromium and fonts-wqy-zenhei for the website test (sudo unless root)"
@@ -161,22 +164,40 @@ quality: install
 models: install
 	$(BIN)/python scripts/pretrain.py
 
-# Classroom assignments (docs/instructors.md): student versions, then autograding.
-SUBMISSIONS ?= build/submitted
-.PHONY: assignments grade
-assignments: install
+# The course (docs/instructors.md): an nbgrader course directory COURSE, graded in the book's sandbox
+# (python -m coursegrader). These targets never delete a submission, a grade or a feedback file.
+# Once .venv is built they do not reinstall it (a term is graded with one environment, even after a
+# git pull that changes requirements.lock: run `make install` between terms).
+COURSE ?= $(if $(filter zh,$(BOOK_LANG)),build/assignments-zh,build/assignments)
+SUBMISSIONS ?= $(COURSE)/submitted
+COURSE_DEPS := $(if $(wildcard $(STAMP)),,install)
+.PHONY: assignments grade export formgrader
+assignments: $(COURSE_DEPS)
 ifeq ($(BOOK_LANG),zh)
 	$(BIN)/python scripts/i18n.py generate
-	$(BIN)/python scripts/assignments.py generate --lang zh --out build/assignments-zh
+	$(BIN)/python -m coursegrader generate --lang zh --course $(COURSE)$(if $(FORCE), --force,)
 else
-	$(BIN)/python scripts/assignments.py generate --out build/assignments
+	$(BIN)/python -m coursegrader generate --course $(COURSE)$(if $(FORCE), --force,)
 endif
 
-# JOBS: pairs graded at once (default: all cores); NO_SANDBOX=1 grades without bubblewrap.
+# JOBS: pairs graded at once (default: all cores); FORCE=1 grades again the pairs that did not change;
+# STUDENT=id, ASSIGNMENT=name: those only; ADD_UNKNOWN=1 adds students missing from the roster;
+# NO_SANDBOX=1 grades without bubblewrap.
 JOBS ?= 0
-grade: install
-	$(BIN)/python scripts/assignments.py grade $(SUBMISSIONS) --out build/grades --jobs $(JOBS) \
-	  $(if $(NO_SANDBOX),--no-sandbox,)
+GRADE_FLAGS = $(strip $(if $(FORCE),--force) $(if $(STUDENT),--student $(STUDENT)) \
+  $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) $(if $(ADD_UNKNOWN),--add-unknown) $(if $(NO_SANDBOX),--no-sandbox))
+grade: $(COURSE_DEPS)
+	$(BIN)/python -m coursegrader grade $(SUBMISSIONS) --course $(COURSE) --jobs $(JOBS) $(GRADE_FLAGS)
+
+# LMS=canvas|moodle|csv: the class's grades -> COURSE/grading/LMS.csv (nbgrader export with the book's plugins)
+LMS ?= canvas
+export: $(COURSE_DEPS)
+	$(BIN)/python -m coursegrader export $(LMS) --course $(COURSE)
+
+# JupyterLab on the course directory, with nbgrader's formgrader (menu Nbgrader -> Formgrader)
+formgrader: $(COURSE_DEPS)
+	cd $(COURSE) && PYTHONPATH=$(CURDIR) $(BIN)/jupyter lab --ServerApp.root_dir=$(abspath $(COURSE)) \
+	  $(ROOT_ARGS) $(LAB_ARGS)
 
 # attnlib's sdist and wheel in dist/, with the standard `build` front end and the locked setuptools
 # (--no-isolation: nothing downloads). The wheel is built from the sdist, so the sdist is complete.
