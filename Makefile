@@ -104,7 +104,7 @@ endif
 	$(BIN)/jupyter lab --config=book/lab_config.py --ServerApp.root_dir=$(LAB_DIR) $(ROOT_ARGS) $(LAB_ARGS)
 
 lint: install
-	$(BIN)/ruff check attnlib tests notebooks assignments scripts diagrams
+	$(BIN)/ruff check attnlib tests notebooks assignments scripts diagrams coursegrader bench
 
 format: install
 	$(BIN)/ruff format attnlib tests
