@@ -88,8 +88,9 @@ def ch08_vit(d: Diagram) -> None:
         d.polyline([(gx + 2 * k * px, gy), (gx + 2 * k * px, gy + 8 * px)], stroke="#d55e00", sw=1.2)
         d.polyline([(gx, gy + 2 * k * px), (gx + 8 * px, gy + 2 * k * px)], stroke="#d55e00", sw=1.2)
     d.label(gx + 4 * px, gy - 26, "8×8 digit, 2×2 patches", 12, width=110)
-    d.arrow((gx + 8 * px + 8, gy + 4 * px), (gx + 8 * px + 34, gy + 4 * px), color=LINE)
     x0, step, tile = 170, 22, 7  # the sequence: patch p at x0 + p * step (token 0 is <cls>)
+    # from the digit's first row of patches to the first patch of the sequence, at its height
+    d.arrow((gx + 8 * px + 8, 60 + tile), (x0 + step - 6, 60 + tile), color=LINE)
     for p in range(16):
         r, c = divmod(p, 4)
         x = x0 + (p + 1) * step
