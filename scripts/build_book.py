@@ -35,6 +35,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+import diagrams  # noqa: E402  (a chapter's diagram cells become numbered figures)
+
 BOOK = ROOT / "book"
 STAGE = ROOT / "build" / "book-src"
 SITE = ROOT / "build" / "book"
@@ -498,6 +501,8 @@ def stage() -> None:
                 flush=True,
             )
         static_widgets(nb)
+        if diagrams.stage_notebook(nb, STAGE / "notebooks", "en", _write):
+            keep_nb.add("diagrams")
         _write(STAGE / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
         keep_nb.add(path.name)
     for asset in chapter_assets():
@@ -636,6 +641,7 @@ def stage_zh() -> str:
         nb = json.loads((i18n.NOTEBOOKS_ZH / path.name).read_text(encoding="utf-8"))
         static_widgets(nb)
         _snapshot_zh(nb)
+        diagrams.stage_notebook(nb, STAGE_ZH / "notebooks", "zh", _write)
         _write(STAGE_ZH / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     for name in ("intro.md", "glossary.md", "references.md"):
         text = (STAGE_BASE / name).read_text(encoding="utf-8")

@@ -45,6 +45,9 @@ LANGUAGE = "zh_CN"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_book  # noqa: E402  (the glossary and references pages, the glossary tables)
 
+sys.path.insert(0, str(ROOT))
+import diagrams  # noqa: E402  (the diagrams' labels, and the Chinese SVG of a diagram cell)
+
 _MD = MarkdownIt("commonmark").enable("table").use(dollarmath_plugin, double_inline=True)
 _MESSAGE_BLOCKS = {"heading_open", "paragraph_open", "table_open", "blockquote_open", "html_block"}
 _PREFIX = re.compile(r"^(#{1,6}[ \t]+|[ \t]*(?:[*+-]|\d{1,9}[.)])[ \t]+)")
@@ -159,6 +162,7 @@ def sources() -> list[Source]:
     found.append(Source("intro.po", ROOT / "book" / "intro.md", "page"))
     found.append(Source("instructors.po", ROOT / "docs" / "instructors.md", "page"))
     found.append(Source("glossary.po", ROOT / "build" / "book-src" / "glossary.md", "generated"))
+    found.append(Source("diagrams.po", ROOT / "diagrams", "diagrams"))
     return found
 
 
@@ -180,8 +184,8 @@ def units(source: Source) -> list[Unit]:
         nb = json.loads(source.path.read_text(encoding="utf-8"))
         for index, cell in enumerate(nb["cells"]):
             cid = _cell_id(cell, index)
-            if cell["cell_type"] == "markdown":
-                for n, block in enumerate(blocks(_text(cell))):
+            if cell["cell_type"] == "markdown" and not diagrams.cell_name(cell):  # a diagram's
+                for n, block in enumerate(blocks(_text(cell))):  # text is its image, made from the alt
                     out.append(Unit(f"{cid}:{n}", block.text, f"cell {cid}, {block.kind} {n}"))
             mystnb = cell.get("metadata", {}).get("mystnb", {})
             caption = mystnb.get("figure", {}).get("caption")
@@ -193,6 +197,9 @@ def units(source: Source) -> list[Unit]:
     elif source.kind == "page":
         for n, block in enumerate(blocks(source.path.read_text(encoding="utf-8"))):
             out.append(Unit(str(n), block.text, f"{block.kind} {n}"))
+    elif source.kind == "diagrams":  # every label of every diagram, with the diagram as context
+        for name in diagrams.registry():
+            out += [Unit(name, label, f"diagram {name}") for label in diagrams.labels(name)]
     else:  # the glossary and references pages: their own words, not the tables or the chapters'
         known = chapter_messages()
         for page, text in generated_pages().items():
@@ -393,13 +400,15 @@ def translate_notebook(nb: dict, zh: dict[str, str]) -> dict:
     """The notebook with its markdown and figure texts in Chinese; code cells untouched."""
     for index, cell in enumerate(nb["cells"]):
         cid = _cell_id(cell, index)
-        if cell["cell_type"] == "markdown":
+        if cell["cell_type"] == "markdown" and not diagrams.cell_name(cell):
             text = translate_markdown(_text(cell), lambda n, b, cid=cid: zh.get(f"{cid}:{n}"))
             cell["source"] = text.splitlines(keepends=True)
         mystnb = cell.get("metadata", {}).get("mystnb", {})
         for key, field, ctx in (("figure", "caption", "caption"), ("image", "alt", "alt")):
             if f"{cid}:{ctx}" in zh and field in mystnb.get(key, {}):
                 mystnb[key][field] = zh[f"{cid}:{ctx}"]
+        if diagrams.cell_name(cell):  # the Chinese SVG, with the Chinese alt text
+            diagrams.localise_cell(cell)
     return nb
 
 
