@@ -5,10 +5,11 @@ import math
 from . import diagram
 from .draw import INK, LINE, MUTED, ROLES, Diagram, viridis
 
-# Ten training pairs of the chapter's function f(x) = 2 sin x + x^0.8, with fixed small noise.
+# Ten training pairs of the chapter's function f(x) = 2 sin x + x^0.8, with fixed small noise,
+# rounded to the one decimal the diagram prints, so that a reader's arithmetic matches it.
 XS = [0.3, 0.8, 1.2, 1.7, 2.1, 2.6, 3.0, 3.5, 4.1, 4.6]
 NOISE = [0.3, -0.4, 0.2, 0.35, -0.3, 0.25, -0.2, 0.3, -0.35, 0.2]
-YS = [2 * math.sin(x) + x**0.8 + e for x, e in zip(XS, NOISE, strict=True)]
+YS = [round(2 * math.sin(x) + x**0.8 + e, 1) for x, e in zip(XS, NOISE, strict=True)]
 QUERY, WIDTH = 2.4, 0.5
 
 
@@ -45,10 +46,10 @@ def ch02_nw_pooling(d: Diagram) -> None:
     d.polyline([(X(QUERY), y0), (X(QUERY), Y(4.4))], stroke=ROLES["query"][1], sw=1.4, dash="4 3")
     d.math(X(QUERY), y0 + 34, "x", 15, fill=ROLES["query"][2])
     d.label(X(QUERY), y0 + 52, "query", 12, fill=ROLES["query"][2])
-    # the training pairs, coloured by their weight for this query
+    # the training pairs, coloured by their weight for this query on the right panel's 0-1 scale
     top = max(w)
     for x, y, a in zip(XS, YS, w, strict=True):
-        d.circle(X(x), Y(y), 4 + 5 * a / top, fill=viridis(a / top), stroke=INK, sw=0.8)
+        d.circle(X(x), Y(y), 4 + 5 * a / top, fill=viridis(a), stroke=INK, sw=0.8)
     # the prediction
     px, py = X(QUERY), Y(pred)
     d.polygon(
@@ -82,15 +83,17 @@ def ch02_nw_pooling(d: Diagram) -> None:
     d.arrow((mid, 264), (mid, 288), color=ROLES["output"][1], sw=1.8)
     fill, stroke, ink = ROLES["output"]
     d.rect(mid - 30, 290, 60, 22, fill=fill, stroke=stroke, sw=1.4, rx=3)
-    d.text(mid, 306, f"{pred:.2f}", 12)
+    d.text(mid, 306, f"{pred:.1f}", 12)  # the values have one decimal, so has their average
     d.math(mid - 40, 306, r"f(x) = \sum_i \alpha(x, x_i)\, y_i", 14, anchor="end", fill=ink)
     d.label(X(2.5), 326, f"query x = {QUERY}, width h = {WIDTH}", 12, fill=MUTED)
+    d.viridis_key(622, 292, w=66)
 
 
 @diagram(720, 310)
 def ch02_leave_one_out(d: Diagram) -> None:
-    """The weight matrices of training queries over training keys: with every point among its
-    own keys a tiny width puts all weight on the diagonal; leave-one-out removes the diagonal."""
+    """The weight matrices of training queries over training keys at one tiny width: with every
+    point among its own keys all weight sits on the diagonal (each point copies its own label);
+    leave-one-out removes the diagonal, and the weight moves to the nearest other point."""
     n, cell = 8, 19
     xs = [0.3, 0.9, 1.3, 2.0, 2.4, 3.1, 3.7, 4.4]
 
@@ -108,7 +111,13 @@ def ch02_leave_one_out(d: Diagram) -> None:
             True,
             "width → 0: all weight on itself; training loss 0",
         ),
-        (390, "leave-one-out", 0.5, False, "each point is predicted from its neighbours"),
+        (
+            390,
+            "leave-one-out",
+            0.05,
+            False,
+            "its own key removed: each point copies its nearest neighbour's label; loss above 0",
+        ),
     ]
     for x0, title, h, own, note in panels:
         M = [row(j, h, own) for j in range(n)]

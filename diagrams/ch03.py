@@ -183,7 +183,7 @@ def ch03_additive_vs_dot(d: Diagram) -> None:
     d.shape(240, 84, "(b, n, h)", 10)
     d.shape(240, 188, "(b, m, h)", 10)
     d.arrow((273, 132), (316, 132), (316, 172), color=LINE)
-    d.shape(308, 160, "(b, n, m, h)", 10, anchor="end")
+    d.shape(324, 158, "(b, n, m, h)", 10, anchor="start")  # right of its arrow, clear of W_k's
     d.box(292, 172, 48, 26, "module", code="tanh", size=12)
     d.arrow((316, 198), (316, 228), color=LINE)
     d.box(292, 228, 48, 26, "module", tex=r"\mathbf{w}_v^\top", size=12)
