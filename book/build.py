@@ -73,6 +73,7 @@ def stage(target: Path = STAGE) -> None:
         "_vendor",
         "_ext",
         "_css",
+        "_js",
         "favicon.svg",
         "docs",
     }
@@ -119,7 +120,7 @@ def stage(target: Path = STAGE) -> None:
         for f in (target / folder).glob("*"):
             if f.name not in names:
                 shutil.rmtree(f) if f.is_dir() else f.unlink()
-    for folder, pattern in (("_ext", "*.py"), ("_css", "*.css")):
+    for folder, pattern in (("_ext", "*.py"), ("_css", "*.css"), ("_js", "*.js")):
         for f in (BOOK / folder).glob(pattern):
             _write(target / folder / f.name, f.read_bytes())
     mathjax = target / "_vendor" / "mathjax"

@@ -121,6 +121,35 @@ def test_bench_page_placeholder_then_results_with_their_method_notes(tmp_path):
     assert "sections:\n          - file: docs/bench" in pages.toc([], ["bench"])
 
 
+def test_toc_in_the_sites_language_marks_the_pages_left_in_english():
+    import yaml
+
+    books = [(Path("01_one.ipynb"), {})]
+    english = yaml.safe_load(pages.toc(books, ["bench"]))
+    assert [part["caption"] for part in english["parts"]] == ["Chapters", "Reference"]
+    assert all("title" not in entry for part in english["parts"] for entry in part["chapters"])
+    titles = {"results/bench": 'Benchmarks: "attnlib"（英文）', "docs/bench": "方法：make bench（英文）"}
+    captions = {"Chapters": "章节", "Reference": "参考资料"}
+    chinese = yaml.safe_load(pages.toc(books, ["bench"], captions, titles))
+    assert [part["caption"] for part in chinese["parts"]] == ["章节", "参考资料"]
+    bench = chinese["parts"][1]["chapters"][2]
+    assert bench["file"] == "results/bench" and bench["title"] == titles["results/bench"]
+    assert bench["sections"] == [{"file": "docs/bench", "title": titles["docs/bench"]}]
+    assert pages.page_title("# Benchmarks (`make bench`)\n\ntext", "x") == "Benchmarks (make bench)"
+
+
+def test_theme_words_written_without_gettext_are_translated_in_their_attributes_only():
+    from book._ext.chinese_interface import translate_hardcoded
+
+    words = {"Toggle primary sidebar": "显示或隐藏章节导航", "Main": "章节导航"}
+    page = ('<button title="Toggle primary sidebar" aria-label="Toggle primary sidebar">Main</button>'
+            '<nav aria-label="Main"><a title="Main street">Main</a></nav>')
+    assert translate_hardcoded(page, lambda w: words.get(w, w)) == (
+        '<button title="显示或隐藏章节导航" aria-label="显示或隐藏章节导航">Main</button>'
+        '<nav aria-label="章节导航"><a title="Main street">Main</a></nav>'
+    )
+
+
 def test_widget_views_become_a_static_snapshot():
     def model(name, **state):
         return {"model_name": name, "state": state}
@@ -153,6 +182,13 @@ def test_widget_views_become_a_static_snapshot():
     assert image == png
     assert "An interactive widget" in orphan_note["data"]["text/html"]
     assert bar["text"] == "epochs: 100% 200/200 [00:03<00:00]\n"
+    # The Chinese site's note, from the interface catalogue's translation of the English one.
+    cell["outputs"] = [view("box")]
+    nb = _nb(cell, metadata={"widgets": {widgets.WIDGET_STATE: {"state": state}}})
+    zh = {widgets.SNAPSHOT_AT: "<em>交互控件的静态快照</em>（{settings}）。"}
+    widgets.static_widgets(nb, lambda english: zh.get(english, english))
+    assert cell["outputs"][0]["data"]["text/html"] == (
+        '<p class="widget-snapshot"><em>交互控件的静态快照</em>（kernel = box; width = 0.25）。</p>')
 
 
 def _soup(html_file: Path):
@@ -337,10 +373,13 @@ REFLOW_WIDTH = 320  # CSS pixels: WCAG 2.1's reflow width, where nothing may scr
 SCROLL_TO_WIDGET_JS = """(() => { const e = document.querySelector('.widget-snapshot');
   if (!e) return false; window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 600);
   return true; })()"""
-# Formulas (display and inline) cut off at a box's edge: walking up from each formula's drawing,
-# every box that does not show its overflow must hold the drawing, or scroll (then what it shows
-# must be held further up); the last must fit in the window. Returns the cut formulas' text.
-CUT_FORMULAS_JS = r"""() => [...document.querySelectorAll('mjx-container')].flatMap(c => {
+# Formulas (display and inline) of the page's text cut off at a box's edge: walking up from each
+# formula's drawing, every box that does not show its overflow must hold the drawing, or scroll
+# (then what it shows must be held further up); the last must fit in the window. Returns the cut
+# formulas' text. (The sidebars' copies of a heading's formula are navigation, hidden in a drawer
+# on a narrow screen: while the drawer slides away they would count as cut.)
+CUT_FORMULAS_JS = r"""() => [...(document.querySelector('article.bd-article') || document.body)
+    .querySelectorAll('mjx-container')].flatMap(c => {
   const svg = c.querySelector('svg');
   if (!svg) return [];
   let shown = svg.getBoundingClientRect();
@@ -355,6 +394,15 @@ CUT_FORMULAS_JS = r"""() => [...document.querySelectorAll('mjx-container')].flat
   }
   return shown.right <= document.documentElement.clientWidth + 1 ? [] : [name()];
 })"""
+# Formulas of the page's text wider than their box without the mark (book/_js/formulas.js) that
+# shows a shadow at the edge hiding more of them.
+UNMARKED_FORMULAS_JS = r"""() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() =>
+  done([...(document.querySelector('article.bd-article') || document.body)
+    .querySelectorAll('div.math mjx-container, span.math')]
+    .filter(box => box.querySelector('svg') && !box.classList.contains('formula-scrolls')
+      && box.querySelector('svg').getBoundingClientRect().width > box.clientWidth + 1)
+    .map(box => (box.closest('p, li, div.math, figcaption, td') || box).textContent.trim()
+      .slice(0, 60))))))"""
 
 
 # Runs axe-core (injected from the local copy) on the whole page: the WCAG 2.0/2.1 A and AA rules.
@@ -400,6 +448,7 @@ def open_page(
             "new Promise(r => requestAnimationFrame(() => r(document.documentElement.scrollWidth)))"
         )
         report["cutFormulas"] = page.evaluate(CUT_FORMULAS_JS)
+        report["unmarkedFormulas"] = page.evaluate(UNMARKED_FORMULAS_JS)
         return report, page_errors, remote, shots
     finally:
         context.close()
@@ -430,6 +479,10 @@ def assert_page_works(page, report, errors, remote):
     assert not report["cutFormulas"], (
         f"{page}: formulas cut off at a box's edge on a {REFLOW_WIDTH} px screen (they must scroll "
         f"in their own box, book/_css/accessible.css): {report['cutFormulas'][:5]}"
+    )
+    assert not report["unmarkedFormulas"], (
+        f"{page}: formulas that scroll on a {REFLOW_WIDTH} px screen without the shadow that says so "
+        f"(book/_js/formulas.js): {report['unmarkedFormulas'][:5]}"
     )
     assert not report["axe"], f"axe-core found WCAG A/AA violations on {page}:\n" + _axe_summary(
         report["axe"]
@@ -533,6 +586,6 @@ def test_the_browser_check_catches_a_broken_page(tmp_path, browser, axe):
     assert report["rawTex"] == ["$$", "\\(", "\\mathbf", "\\top"]
     assert report["reflowWidth"] > REFLOW_WIDTH  # unbreakable code widens the page
     assert len(report["brokenImages"]) == 1 and report["mjx"] == 1  # only the hand-made formula
-    assert report["cutFormulas"] == ["a  cut formula"]
+    assert report["cutFormulas"] == report["unmarkedFormulas"] == ["a  cut formula"]
     # axe sees the image without a text alternative and the page without a language.
     assert {"image-alt", "html-has-lang"} <= {v["id"] for v in report["axe"]}, report["axe"]
