@@ -192,7 +192,10 @@ def peak_memory(fn, *args, **kwargs) -> tuple[int, object]:
 
     Device-independent: it counts the storages that PyTorch operators return
     while they are alive (inputs and parameters, allocated before, are not
-    counted; a kernel's private scratch space is not visible either).
+    counted). A kernel's private scratch space is not visible: for a fused
+    kernel, a single operator, the count is what it returns (for
+    ``F.scaled_dot_product_attention`` on a CPU, its output and one log-sum-exp
+    per query), not the blocks of scores it works on inside.
     """
     tracker = _PeakMemory()
     with tracker:

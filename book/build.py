@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+import diagrams  # a chapter's diagram cells become numbered figures (docs/diagrams.md)
 from book import BOOK, ROOT, i18n, interface
 from book.chapters import chapter_assets, chapters
 from book.figures import notebook_figure_problems
@@ -108,6 +109,8 @@ def stage(target: Path = STAGE) -> None:
                 flush=True,
             )
         static_widgets(nb)
+        if diagrams.stage_notebook(nb, target / "notebooks", "en", _write):
+            keep_nb.add("diagrams")
         _write(target / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
         keep_nb.add(path.name)
     for asset in chapter_assets():
@@ -229,6 +232,7 @@ def stage_zh() -> dict:
     for path in chapters():
         nb = json.loads((i18n.NOTEBOOKS_ZH / path.name).read_text(encoding="utf-8"))
         static_widgets(nb, say)
+        diagrams.stage_notebook(nb, STAGE_ZH / "notebooks", "zh", _write)
         _write(STAGE_ZH / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     for name in ("intro.md", "glossary.md", "references.md"):
         text = (STAGE_BASE / name).read_text(encoding="utf-8")

@@ -36,6 +36,7 @@ import polib
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
+import diagrams  # the diagrams' labels, and the Chinese SVG of a diagram cell (docs/diagrams.md)
 from book import ROOT, interface
 from book.chapters import chapter_assets, chapters, glossary_rows
 from book.pages import glossary_page, references_page
@@ -130,7 +131,7 @@ class Unit:
 class Source:
     catalogue: str  # the .po file's path under LOCALE, e.g. "01_attention_cues.po"
     path: Path  # the English source
-    kind: str  # "notebook", "page", "generated" (glossary, references) or "interface"
+    kind: str  # "notebook", "page", "generated" (glossary, references), "diagrams" or "interface"
 
     @property
     def po(self) -> Path:
@@ -160,6 +161,7 @@ def sources() -> list[Source]:
     found.append(Source("intro.po", ROOT / "book" / "intro.md", "page"))
     found.append(Source("instructors.po", ROOT / "docs" / "instructors.md", "page"))
     found.append(Source("glossary.po", ROOT / "build" / "book-src" / "glossary.md", "generated"))
+    found.append(Source("diagrams.po", ROOT / "diagrams", "diagrams"))
     found.append(Source("interface.po", ROOT / "book" / "interface.py", "interface"))
     return found
 
@@ -182,8 +184,8 @@ def units(source: Source) -> list[Unit]:
         nb = json.loads(source.path.read_text(encoding="utf-8"))
         for index, cell in enumerate(nb["cells"]):
             cid = _cell_id(cell, index)
-            if cell["cell_type"] == "markdown":
-                for n, block in enumerate(blocks(_text(cell))):
+            if cell["cell_type"] == "markdown" and not diagrams.cell_name(cell):  # a diagram's
+                for n, block in enumerate(blocks(_text(cell))):  # text is its image, made from the alt
                     out.append(Unit(f"{cid}:{n}", block.text, f"cell {cid}, {block.kind} {n}"))
             mystnb = cell.get("metadata", {}).get("mystnb", {})
             caption = mystnb.get("figure", {}).get("caption")
@@ -195,6 +197,9 @@ def units(source: Source) -> list[Unit]:
     elif source.kind == "page":
         for n, block in enumerate(blocks(source.path.read_text(encoding="utf-8"))):
             out.append(Unit(str(n), block.text, f"{block.kind} {n}"))
+    elif source.kind == "diagrams":  # every label of every diagram, with the diagram as context
+        for name in diagrams.registry():
+            out += [Unit(name, label, f"diagram {name}") for label in diagrams.labels(name)]
     elif source.kind == "interface":  # msgctxt: the domain that reads the message
         out = [Unit(domain, english, where) for domain, english, where in interface.messages()]
     else:  # the glossary and references pages: their own words, not the tables or the chapters'
@@ -428,13 +433,15 @@ def translate_notebook(nb: dict, zh: dict[str, str]) -> dict:
     """The notebook with its markdown and figure texts in Chinese; code cells untouched."""
     for index, cell in enumerate(nb["cells"]):
         cid = _cell_id(cell, index)
-        if cell["cell_type"] == "markdown":
+        if cell["cell_type"] == "markdown" and not diagrams.cell_name(cell):
             text = translate_markdown(_text(cell), lambda n, b, cid=cid: zh.get(f"{cid}:{n}"))
             cell["source"] = text.splitlines(keepends=True)
         mystnb = cell.get("metadata", {}).get("mystnb", {})
         for key, field, ctx in (("figure", "caption", "caption"), ("image", "alt", "alt")):
             if f"{cid}:{ctx}" in zh and field in mystnb.get(key, {}):
                 mystnb[key][field] = zh[f"{cid}:{ctx}"]
+        if diagrams.cell_name(cell):  # the Chinese SVG, with the Chinese alt text
+            diagrams.localise_cell(cell)
     return nb
 
 

@@ -1,9 +1,9 @@
 """The classroom assignments: sources pass their own tests, student versions fail them.
 
 Grading itself (sandbox, adversarial submissions, parallel runs) is tested in
-``tests/test_grading_sandbox.py``. Every course directory lives in ``tmp_path``.
+``tests/test_grading_sandbox.py``, the course around it in ``tests/test_course.py``. Every
+course directory lives in ``tmp_path``.
 """
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -11,14 +11,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from coursegrader.course import generate
+from coursegrader.run import grade
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "assignments" / "source"
 NAMES = sorted(p.name for p in SOURCE.iterdir() if p.is_dir())
-
-spec = importlib.util.spec_from_file_location("assignments_cli", ROOT / "scripts" / "assignments.py")
-cli = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = cli  # dataclasses look their module up while the file runs
-spec.loader.exec_module(cli)  # puts scripts/ on sys.path, so autograde imports
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +33,15 @@ def source_nb(name):
 
 
 def graded_cells(nb):
-    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    """The autograded test cells (a written answer, graded by hand, is not one)."""
+    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+            and not c.metadata["nbgrader"].get("solution")]
+
+
+def written_cells(nb):
+    """nbgrader's manually graded answers: formgrader grades them."""
+    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+            and c.metadata["nbgrader"].get("solution")]
 
 
 def test_nine_assignments_with_three_to_five_graded_exercises():
@@ -46,12 +52,17 @@ def test_nine_assignments_with_three_to_five_graded_exercises():
         assert 3 <= len(graded) <= 5, name
         for c in graded:
             meta = c.metadata["nbgrader"]
-            assert meta["locked"] and not meta["solution"] and meta["points"] > 0
+            assert c.cell_type == "code" and meta["locked"] and meta["points"] > 0
             assert meta["schema_version"] == 3 and meta["grade_id"].endswith("_tests")
             assert "### BEGIN HIDDEN TESTS" in c.source and "### END HIDDEN TESTS" in c.source
             assert c.source.index("### BEGIN HIDDEN TESTS") > c.source.index("assert")  # visible check
-        solutions = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+        solutions = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")
+                     and c.cell_type == "code"]
         assert len(solutions) == len(graded) and all("### BEGIN SOLUTION" in c.source for c in solutions)
+        for c in written_cells(nb):  # a written answer: graded by hand, never locked, worth points
+            meta = c.metadata["nbgrader"]
+            assert c.cell_type == "markdown" and not meta["locked"] and meta["points"] > 0, name
+            assert meta["schema_version"] == 3 and meta["grade_id"].startswith("written")
         assert nb.metadata["kernelspec"]["name"] == "python3"
 
 
@@ -67,7 +78,7 @@ class TestStudentVersions:
     @pytest.fixture(scope="class")
     @classmethod
     def released(cls, tmp_path_factory):
-        paths = cli.generate(tmp_path_factory.mktemp("course"))
+        paths = generate(tmp_path_factory.mktemp("course"), log=lambda *a: None)
         return dict(zip(NAMES, paths, strict=True))
 
     @pytest.mark.parametrize("name", NAMES)
@@ -82,7 +93,7 @@ class TestStudentVersions:
         src = nbformat.read(source_nb(name), as_version=4)
         assert len(graded_cells(nb)) == len(graded_cells(src))
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-        regions = sum(c.source.count("### BEGIN SOLUTION") for c in src.cells)
+        regions = sum(c.source.count("### BEGIN SOLUTION") for c in src.cells if c.cell_type == "code")
         assert code.count("raise NotImplementedError()") == regions >= len(graded_cells(src))
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
         assert Validator(invert=True).validate(str(path)) == {}
@@ -90,10 +101,10 @@ class TestStudentVersions:
 
 def test_every_exercise_function_declares_the_calls_that_answer_it():
     """ANSWERS (a locked cell) names every function a solution cell defines; every name resolves;
-    the hidden rule cell is ownwork.py itself (``python scripts/assignments.py rule`` copies it)."""
-    from autograde import ownwork
-    from autograde.course import RULE, RULE_ID, rule_cell
-    from autograde.grader import load_spec
+    the hidden rule cell is ownwork.py itself (``python -m coursegrader rule`` copies it)."""
+    from coursegrader import ownwork
+    from coursegrader.course import RULE, RULE_ID, rule_cell
+    from coursegrader.spec import load_spec
 
     for name in NAMES:
         spec = load_spec(SOURCE, name)  # raises SpecError when a function has no entry
@@ -102,7 +113,7 @@ def test_every_exercise_function_declares_the_calls_that_answer_it():
             ownwork.answer_targets(names)  # raises when a name does not resolve
         nb = nbformat.read(source_nb(name), as_version=4)
         rule = rule_cell(nb)
-        assert rule.source == RULE.read_text().rstrip("\n"), f"{name}: run scripts/assignments.py rule"
+        assert rule.source == RULE.read_text().rstrip("\n"), f"{name}: run python -m coursegrader rule"
         assert rule.metadata["nbgrader"]["locked"] and rule.metadata["jupyter"]["source_hidden"]
         ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
         assert ids.index("setup") < ids.index(RULE_ID) < ids.index("answers") < ids.index("ex1_solution"), ids
@@ -111,7 +122,7 @@ def test_every_exercise_function_declares_the_calls_that_answer_it():
 def test_a_missing_declaration_is_a_clear_error(tmp_path):
     import shutil
 
-    from autograde.grader import SpecError, load_spec
+    from coursegrader.spec import SpecError, load_spec
 
     name = NAMES[0]
     shutil.copytree(SOURCE / name, tmp_path / name)
@@ -130,8 +141,9 @@ def test_a_missing_declaration_is_a_clear_error(tmp_path):
 def test_the_self_check_applies_the_rule_in_the_students_kernel():
     """A student's own run shows the same verdict as grading: the self-check of a function that
     calls what its exercise rules out fails with an error that names the call."""
-    from autograde import attacks
     from nbclient import NotebookClient
+
+    from coursegrader import attacks
 
     nb = attacks.cheat(SOURCE, attacks.NAME)
     NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
@@ -156,5 +168,5 @@ def test_grading_an_assignment_without_answers_stops_with_the_reason(tmp_path):
     (tmp_path / "subs" / "ana" / name).mkdir(parents=True)
     shutil.copy(source_nb(name), tmp_path / "subs" / "ana" / name)
     with pytest.raises(SystemExit, match=f"cannot grade {name}: no locked cell declares ANSWERS"):
-        cli.grade(tmp_path / "subs", tmp_path / "out", source=tmp_path / "source", no_sandbox=True,
-                  log=lambda *a: None)
+        grade(tmp_path / "subs", tmp_path / "out", source=tmp_path / "source", no_sandbox=True,
+              log=lambda *a: None)

@@ -105,10 +105,20 @@ def test_positions_decide_reversal_but_not_counting(one_thread):
     assert acc["count", None] > 0.9
 
 
-def test_fit_tagger_side_by_side_gives_the_models_of_training_in_turn(one_thread):
+@pytest.mark.parametrize("cuda_used", [False, True])
+def test_fit_tagger_side_by_side_gives_the_models_of_training_in_turn(one_thread, cuda_used,
+                                                                      monkeypatch):
+    """Forked workers, or spawned ones once the process has used CUDA (a forked child cannot
+    inherit autograd's CUDA threads): the models of training in turn either way."""
+    started = []
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: cuda_used)
+    real_context = A.training.multiprocessing.get_context
+    monkeypatch.setattr(A.training.multiprocessing, "get_context",
+                        lambda method: started.append(method) or real_context(method))
     jobs = [dict(task=task, position=position, seq_len=6, vocab_size=5, num_steps=20)
             for task, position in [("reverse", "sinusoidal"), ("count", None), ("reverse", "rope")]]
     side_by_side = A.run_side_by_side(fit_tagger, jobs, device="cpu", workers=2)
+    assert started == ["spawn" if cuda_used else "fork"]
     for job, (model, losses) in zip(jobs, side_by_side, strict=True):
         alone, alone_losses = fit_tagger(**job)
         assert losses == alone_losses and len(losses) == 20
