@@ -48,7 +48,7 @@ help:
 	@echo "                    options: make test PYTEST_ARGS=\"tests/test_bench.py\""
 	@echo "  make test-lab CH=N  run the JupyterLab browser test for one chapter"
 	@echo "  make test-float-paths  training tests, chapters and assignments with the plainest CPU kernels"
-	@echo "  make lint         ruff over attnlib/, tests/, the notebooks, assignments/, scripts/"
+	@echo "  make lint         ruff over attnlib/, tests/, the notebooks, assignments/ and the packages"
 	@echo "  make format       ruff format attnlib/ and tests/, then ruff's safe fixes"
 	@echo "Measurements (rewrite committed files in results/):"
 	@echo "  make quality      train every translation model over 3 seeds -> results/quality.md"
@@ -96,7 +96,7 @@ $(VENV)/etc/jupyter/%_config.py: jupyter/jupyter_config.py $(STAMP)
 # open; `jupyter trust` only records a signature, it never rewrites a notebook.
 lab: install
 ifeq ($(BOOK_LANG),zh)
-	$(BIN)/python scripts/i18n.py generate
+	$(BIN)/python -m book.i18n generate
 	@$(BIN)/jupyter trust --log-level=WARN build/zh/notebooks/[0-9][0-9]_*.ipynb >/dev/null
 else
 	@$(BIN)/jupyter trust --log-level=WARN notebooks/[0-9][0-9]_*.ipynb >/dev/null
@@ -104,7 +104,7 @@ endif
 	$(BIN)/jupyter lab --config=book/lab_config.py --ServerApp.root_dir=$(LAB_DIR) $(ROOT_ARGS) $(LAB_ARGS)
 
 lint: install
-	$(BIN)/ruff check attnlib tests notebooks assignments scripts diagrams coursegrader bench
+	$(BIN)/ruff check attnlib tests notebooks assignments scripts diagrams coursegrader bench book
 
 format: install
 	$(BIN)/ruff format attnlib tests
@@ -119,21 +119,21 @@ execute: install
 # The Chinese notebooks (build/zh/notebooks, generated from the catalogues) run under nbval too.
 # Both sites are built first, so that the browser tests (two workers) find them up to date.
 test: install book-deps lint
-	$(BIN)/python scripts/i18n.py generate
+	$(BIN)/python -m book.i18n generate
 ifeq ($(PYTEST_ARGS),)
-	$(BIN)/python scripts/build_book.py
-	$(BIN)/python scripts/build_book.py --lang zh
+	$(BIN)/python -m book.build
+	$(BIN)/python -m book.build --lang zh
 endif
 	$(BIN)/python -m pytest $(or $(PYTEST_ARGS),tests notebooks assignments/source build/zh/notebooks)
 
-# The catalogues of the Chinese edition (scripts/i18n.py, docs/translating.md).
+# The catalogues of the Chinese edition (book/i18n.py, docs/translating.md).
 CAT ?=
 .PHONY: i18n i18n-check
 i18n: install
-	$(BIN)/python scripts/i18n.py update $(CAT)
+	$(BIN)/python -m book.i18n update $(CAT)
 
 i18n-check: install
-	$(BIN)/python scripts/i18n.py check $(CAT)
+	$(BIN)/python -m book.i18n check $(CAT)
 
 # The checks whose numbers depend on the CPU's float path, again with the plainest CPU kernels: a check
 # tied to one kind of CPU fails here, not on a reader's laptop (docs/reproducibility.md). CI runs it.
@@ -228,7 +228,7 @@ test-lab: install book-deps  ## the book in JupyterLab, in headless Chromium (CH
 bench: install  ## time attnlib against PyTorch and d2l; writes results/bench.{json,md} (python -m bench --quick: faster)
 	$(BIN)/python -m bench
 
-# The book as an offline static website in build/book/ (scripts/build_book.py; checked in headless
+# The book as an offline static website in build/book/ (the package book/; checked in headless
 # Chromium by tests/test_book.py). book-deps fetches the pinned MathJax the site serves and the
 # pinned axe-core the browser test runs in every page (once, from the npm registry, hash-checked,
 # kept in .venv) and looks for the system packages the browser test
@@ -256,7 +256,7 @@ book-deps: $(STAMP)
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs; \
 	else echo "note: missing $$pkgs ($$why). The book builds without them; to install them run" \
 	  "'make system-deps' (Debian/Ubuntu), or install Chrome/Chromium and set CHROME=/path/to/it."; fi
-	@$(BIN)/python scripts/build_book.py --deps-only >/dev/null
+	@$(BIN)/python -m book.build --deps-only >/dev/null
 
 system-deps:  ## install the system packages the browser test needs (Debian/Ubuntu; sudo unless root)
 	@$(MISSING_PKGS); \
@@ -275,6 +275,6 @@ diagrams: install
 	$(BIN)/python scripts/render_diagrams.py
 
 book: book-deps diagrams  ## build the static website into build/book/ and the Chinese one into build/book/zh/
-	$(BIN)/python scripts/build_book.py
-	$(BIN)/python scripts/i18n.py generate
-	$(BIN)/python scripts/build_book.py --lang zh
+	$(BIN)/python -m book.build
+	$(BIN)/python -m book.i18n generate
+	$(BIN)/python -m book.build --lang zh
