@@ -1,10 +1,13 @@
 """Chapter 4: the encoder-decoder with Bahdanau attention, and Luong's variant."""
 
+import math
+
 from . import diagram
-from .draw import LINE, MUTED, ROLES, Diagram, viridis
+from .draw import LINE, MUTED, ROLES, Diagram, signed, viridis
 
 SOURCE = ["the", "cat", "sleeps", "."]
-ALPHA = [0.05, 0.15, 0.72, 0.08]  # step t ("dort") attends mostly to "sleeps"
+SCORES = [-1.2, -0.1, 1.5, -0.7]  # e_{t,i} of step t ("dort"): most on "sleeps"
+ALPHA = [math.exp(e) / sum(math.exp(s) for s in SCORES) for e in SCORES]  # 0.05, 0.15, 0.72, 0.08
 
 
 def _token(d: Diagram, cx: float, y: float, text: str, role: str = "plain", w: float = 52) -> None:
@@ -19,81 +22,100 @@ def _key_value(d: Diagram, cx: float, y: float, w: float = 36, h: float = 28) ->
     d.rect(cx - w / 2, y + h / 2, w, h / 2, fill=ROLES["value"][0], stroke=ROLES["value"][1], sw=1.2, rx=2)
 
 
-@diagram(720, 420)
+@diagram(720, 540)
 def ch04_bahdanau_step(d: Diagram) -> None:
-    """One decoding step t: the previous decoder state queries every encoder output with the
-    additive score; the weights pool the same outputs into c_t, which enters the GRU step."""
-    cols = [70, 150, 230, 310]
-    y_h, y_op, y_soft, y_w, y_sum = 286, 256, 214, 176, 132
-    # encoder
+    """One decoding step t of attnlib's Seq2SeqAttentionDecoder over a bidirectional
+    Seq2SeqEncoder: the previous decoder state s_{t-1} queries every encoder output h_i with the
+    additive score e_{t,i}; the masked softmax gives the weights alpha_{t,i}, which pool the same
+    outputs into c_t; c_t and the embedding of y_{t-1} enter one GRU step from s_{t-1} to s_t."""
+    q, k, v, o, st = ROLES["query"], ROLES["key"], ROLES["value"], ROLES["output"], ROLES["state"]
+    cols = [84, 168, 252, 336]
+    y_tok, y_enc, y_h, y_e, y_soft, y_w, y_sum = 506, 436, 380, 336, 296, 252, 200
+    # the encoder: each token read by a GRU left to right and one right to left
+    d.rect(30, y_enc - 12, 390, 66, fill="#f7f7f7", stroke="#8c8c8c", sw=1.1, rx=6, dash="4 3")
     for x, tok in zip(cols, SOURCE, strict=True):
-        _token(d, x, 382, tok)
-        d.arrow((x, 382), (x, 366), color=LINE)
-    d.box(36, 338, 310, 28, "module", code="Seq2SeqEncoder(bidirectional=True)", size=12)
-    for x, i in zip(cols, ["1", "2", "3", "4"], strict=True):
-        d.arrow((x, 338), (x, y_h + 30), color=LINE)
-        # the value's path runs up beside the column (behind the softmax band)
-        d.polyline(
-            [(x + 18, y_h + 21), (x + 28, y_h + 21), (x + 28, y_w + 12), (x + 22, y_w + 12)],
-            stroke=ROLES["value"][1],
-            sw=1.4,
-        )
-        _key_value(d, x, y_h)
-        d.math(x - 22, y_h + 19, rf"\mathbf{{h}}_{i}", 13, anchor="end")
-        d.arrow((x, y_h), (x, y_op + 10), color=ROLES["key"][1])
-        d.op(x, y_op, "a", r=9, size=13)
-        d.arrow((x, y_op - 9), (x, y_soft + 18), color=LINE)
-        d.arrow((x, y_soft), (x, y_w + 24), color=LINE)
-        d.weights(x - 12, y_w, [ALPHA[int(i) - 1]], cell=24, numbers=True, size=9)
-        d.text(x + 34, y_w + 17, "×", 13, kind="m")
-    d.box(40, y_soft, 300, 18, "module", title="softmax over the source positions", size=11)
-    d.rect(
-        32, y_soft - 8, 320, y_op + 16 - (y_soft - 8), fill="none", stroke="#8c8c8c", sw=1, rx=6, dash="4 3"
+        _token(d, x, y_tok, tok)
+        d.arrow((x, y_tok), (x, y_enc + 44), color=LINE)
+        d.rect(x - 30, y_enc, 60, 44, fill=ROLES["module"][0], stroke=ROLES["module"][1], sw=1.2, rx=4)
+        d.code(x, y_enc + 17, "GRU →", 10)
+        d.code(x, y_enc + 36, "GRU ←", 10)
+        d.arrow((x, y_enc), (x, y_h + 28), color=LINE)
+    for a, b in zip(cols, cols[1:], strict=False):
+        d.arrow((a + 30, y_enc + 13), (b - 30, y_enc + 13), color=st[1], sw=1.3, head=6)
+        d.arrow((b - 30, y_enc + 32), (a + 30, y_enc + 32), color=st[1], sw=1.3, head=6)
+    d.code(432, y_enc + 16, "Seq2SeqEncoder", 11, anchor="start")
+    d.code(432, y_enc + 32, "(bidirectional=True)", 11, anchor="start")
+    d.label(
+        432, y_enc - 34, "each output joins the states of both directions", 11, anchor="start",
+        fill=MUTED, width=150,
     )
-    d.code(358, y_op - 10, "AdditiveAttention", 11, anchor="start", fill=MUTED)
-    # the weighted values summed into the context
-    sx = 190
+    # the attention: AdditiveAttention scores, masked softmax, weighted sum of the same outputs
+    d.rect(30, y_sum - 24, 390, y_e + 22 - (y_sum - 24), fill="none", stroke="#8c8c8c", sw=1, rx=6,
+           dash="4 3")
+    d.code(40, y_sum - 8, "AdditiveAttention", 11, anchor="start", fill=MUTED)
+    for x, i in zip(cols, range(4), strict=True):
+        # the value's path up the column's right side to the weighted sum
+        d.polyline([(x + 18, y_h + 21), (x + 30, y_h + 21), (x + 30, y_w + 12), (x + 16, y_w + 12)],
+                   stroke=v[1], sw=1.4)
+        _key_value(d, x, y_h)
+        d.math(x - 22, y_h + 19, rf"\mathbf{{h}}_{i + 1}", 13, anchor="end")
+        d.arrow((x, y_h), (x, y_e + 12), color=k[1])
+    # the query reaches every score from the right
+    d.polyline([(684, 150), (704, 150), (704, y_e), (cols[0] + 13, y_e)], stroke=q[1], sw=1.8)
+    for x, i in zip(cols, range(4), strict=True):
+        d.arrow((x + 40, y_e), (x + 14, y_e), color=q[1], sw=1.8)
+        d.cells(x - 12, y_e - 12, 1, cell=24, colours=[signed(SCORES[i], 2.0)],
+                values=[f"{SCORES[i]:+.1f}".replace("-", "−")], size=9, stroke="#555555", sw=0.8)
+        d.arrow((x, y_e - 12), (x, y_soft + 9), color=LINE, sw=1.3, head=6)
+        d.arrow((x, y_soft - 9), (x, y_w + 24), color=LINE, sw=1.3, head=6)
+        d.weights(x - 12, y_w, [ALPHA[i]], cell=24, numbers=True, size=9)
+        d.text(x + 23, y_w + 17, "×", 12, kind="m")
+    d.math(cols[0] - 18, y_e + 5, r"e_{t,i}", 13, anchor="end")
+    d.math(cols[0] - 18, y_w + 17, r"\alpha_{t,i}", 13, anchor="end")
+    d.box(40, y_soft - 9, 370, 18, "module", title="masked softmax over the source positions", size=11)
+    sx = 210
     for x, w in zip(cols, ALPHA, strict=True):
-        d.arrow((x + 34, y_w + 4), (sx + (x - sx) * 0.15, y_sum + 12), color=viridis(0.35), sw=0.8 + 5 * w)
+        d.arrow((x, y_w), (sx + (x - sx) * 0.12, y_sum + 13), color=viridis(0.35), sw=0.8 + 5 * w)
     d.op(sx, y_sum, "∑", r=12, size=15)
-    d.arrow((sx + 12, y_sum), (236, y_sum), color=ROLES["output"][1], sw=1.6)
-    d.cells(238, y_sum - 7, 4, "output", cell=14)
-    d.math(270, y_sum - 13, r"\mathbf{c}_t", 14, fill=ROLES["output"][2])
-    d.arrow((296, y_sum), (388, y_sum), color=ROLES["output"][1], sw=1.6)
-    # the decoder step
-    dx = 400
+    d.math(sx + 18, y_sum - 10, r"\sum_i \alpha_{t,i} \mathbf{h}_i", 12, anchor="start")
+    # the context joins the embedding of the previous word; one GRU step
+    dx = 560
+    d.arrow((sx + 12, y_sum), (dx - 11, y_sum), color=o[1], sw=1.6)
+    d.cells(440, y_sum - 7, 4, "output", cell=14)
+    d.math(468, y_sum - 13, r"\mathbf{c}_t", 14, fill=o[2])
     d.op(dx, y_sum, "‖", r=11, size=14)
-    _token(d, dx + 100, 169, "chat")
-    d.math(dx + 100, 210, r"y_{t-1}", 13)
-    d.box(dx - 34, 168, 68, 24, "module", code="embedding", size=10)
-    d.arrow((dx + 74, 180), (dx + 34, 180), color=LINE)
-    d.arrow((dx, 168), (dx, y_sum + 11), color=LINE)
-    d.box(dx - 50, 70, 100, 28, "module", code="GRU", size=12)
-    d.arrow((dx, y_sum - 11), (dx, 98), color=LINE)
-    # previous state: the GRU's state and the query
-    qx = 530
-    fill, stroke, ink = ROLES["query"]
-    d.rect(qx - 30, 72, 60, 24, fill=fill, stroke=stroke, sw=1.4, rx=3)
-    d.math(qx, 89, r"\mathbf{s}_{t-1}", 14, fill=ink)
-    d.arrow((qx - 30, 84), (dx + 50, 84), color=stroke, sw=1.6)
-    d.polyline([(qx, 96), (qx, y_op), (cols[0] + 40, y_op)], stroke=stroke, sw=1.8)
-    for x in cols:
-        d.arrow((x + 40, y_op), (x + 10, y_op), color=stroke, sw=1.8)
-    d.label(qx + 10, 160, "query: the previous decoder state", 12, anchor="start", fill=ink, width=150)
-    d.label(qx + 30, y_h + 8, "keys and values: the encoder outputs", 12, anchor="start", width=140)
-    d.rect(qx + 10, y_h - 2, 14, 7, fill=ROLES["key"][0], stroke=ROLES["key"][1], sw=1, rx=1)
-    d.rect(qx + 10, y_h + 5, 14, 7, fill=ROLES["value"][0], stroke=ROLES["value"][1], sw=1, rx=1)
+    d.box(596, y_sum - 12, 84, 24, "module", code="embedding", size=10)
+    d.arrow((596, y_sum), (dx + 11, y_sum), color=LINE)
+    _token(d, 638, 240, "chat")
+    d.arrow((638, 240), (638, y_sum + 12), color=LINE)
+    d.math(600, 276, r"y_{t-1}", 13, anchor="start")
+    d.arrow((dx, y_sum - 11), (dx, 164), color=LINE)
+    d.box(dx - 50, 136, 100, 28, "module", code="GRU", size=12)
+    # the previous state: the GRU's state and the query
+    d.rect(624, 138, 60, 24, fill=q[0], stroke=q[1], sw=1.4, rx=3)
+    d.math(654, 155, r"\mathbf{s}_{t-1}", 14, fill=q[2])
+    d.arrow((624, 150), (dx + 50, 150), color=q[1], sw=1.6)
+    d.label(610, 100, "from step t − 1; the first is the encoder's final state", 10, anchor="start",
+            fill=MUTED, width=104)
+    d.math(700, y_e - 12, r"e_{t,i} = \mathbf{v}^\top \tanh(\mathbf{W}_s \mathbf{s}_{t-1} + "
+           r"\mathbf{W}_h \mathbf{h}_i)", 12, anchor="end")
+    # what the colours are
+    d.rect(36, 66, 16, 12, fill=q[0], stroke=q[1], sw=1.2, rx=2)
+    d.label(60, 76, "query: the previous decoder state", 12, anchor="start", fill=q[2])
+    d.rect(36, 90, 16, 6, fill=k[0], stroke=k[1], sw=1, rx=1)
+    d.rect(36, 96, 16, 6, fill=v[0], stroke=v[1], sw=1, rx=1)
+    d.label(60, 101, "keys and values: the encoder outputs", 12, anchor="start")
     # the new state and the prediction
-    d.arrow((dx, 70), (dx, 52), color=LINE)
-    d.rect(dx - 30, 28, 60, 24, fill="#ffffff", stroke=ROLES["query"][1], sw=1.4, rx=3, dash="4 2")
-    d.math(dx, 45, r"\mathbf{s}_t", 14, fill=ink)
-    d.box(dx + 60, 28, 64, 24, "module", code="dense", size=11)
-    d.arrow((dx + 30, 40), (dx + 60, 40), color=LINE)
-    d.arrow((dx + 124, 40), (dx + 150, 40), color=ROLES["output"][1])
-    _token(d, dx + 180, 29, "dort", "output")
-    d.math(dx + 214, 45, r"y_t", 13, anchor="start")
-    d.code(36, 20, "Seq2SeqAttentionDecoder", 12, anchor="start")
-    d.label(210, 20, "one decoding step t", 12, anchor="start", fill=MUTED)
+    d.arrow((dx, 136), (dx, 118), color=LINE)
+    d.rect(dx - 30, 94, 60, 24, fill=st[0], stroke=st[1], sw=1.4, rx=3)
+    d.math(dx, 111, r"\mathbf{s}_t", 14, fill=st[2])
+    d.arrow((dx, 94), (dx, 80), color=LINE)
+    d.box(dx - 32, 56, 64, 24, "module", code="dense", size=11)
+    d.arrow((dx, 56), (dx, 44), color=o[1])
+    _token(d, dx, 22, "dort", "output")
+    d.math(dx + 34, 38, r"y_t", 13, anchor="start")
+    d.code(24, 26, "Seq2SeqAttentionDecoder", 12, anchor="start")
+    d.label(200, 26, "one decoding step t", 12, anchor="start", fill=MUTED)
 
 
 def _chain(d: Diagram, y: float, items: list, gap: float = 24) -> dict:
@@ -157,7 +179,7 @@ def ch04_luong_vs_bahdanau(d: Diagram) -> None:
         [
             ("gru", "box", "GRU", 56, "module"),
             ("h", "math", r"\mathbf{h}_t", 44, "query"),
-            ("att", "box", "attention", 96, "module"),
+            ("att", "box", "DotAttention", 96, "module"),
             ("c", "math", r"\mathbf{c}_t", 44, "output"),
             ("mix", "box", "tanh(W_c [c; h])", 136, "module"),
             ("ht", "math", r"\tilde{\mathbf{h}}_t", 44, "state"),

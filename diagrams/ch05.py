@@ -27,6 +27,9 @@ def ch05_multihead(d: Diagram) -> None:
         d.cells(44, y - 6, 3, cell=12, colours=[role[0]] * 3, stroke=role[1])
         d.polyline([(80, y), (664, y)], stroke=role[1], sw=1.8)
     d.shape(96, 392, "(batch, n, num_hiddens)", 10, anchor="start")
+    d.label(
+        700, 392, "attnlib stacks the heads' matrices into one W_q, W_k and W_v", 11, anchor="end", fill=MUTED
+    )
     heads = [(200, "1"), (370, "2"), (580, "h")]
     for x, i in heads:
         for dx, key, tex in (
@@ -38,8 +41,8 @@ def ch05_multihead(d: Diagram) -> None:
             _drop(d, x + dx, y_bus, 302, role[1])
             d.box(x + dx - 21, 276, 42, 26, "module", tex=tex, size=10)
             d.arrow((x + dx, 276), (x + dx * 0.6, 246), color=role[1], sw=1.3, head=6)
-        d.box(x - 70, 218, 140, 28, "module", code="DotProductAttention", size=11)
-        d.arrow((x, 218), (x, 196), color=o[1], sw=1.4)
+        d.box(x - 70, 212, 140, 34, "module", title="scaled dot-product attention", size=11)
+        d.arrow((x, 212), (x, 196), color=o[1], sw=1.4)
         d.cells(x - 18, 182, 3, "output", cell=12)
         d.math(x + 26, 193, rf"\mathbf{{h}}_{i}", 13, anchor="start", fill=o[2])
     d.text(475, 236, "…", 20, fill=MUTED)
@@ -93,6 +96,7 @@ def ch05_split_heads(d: Diagram) -> None:
     w = _grid(d, 24, y, n, tints)
     for h in range(4):
         d.text(24 + (2 * h + 1) * cell, y - 8, str(h + 1), 11, fill=MUTED)
+    d.label(24 + w / 2, y - 46, "projected queries", 12)
     d.label(24 + w / 2, y - 26, "head", 11, fill=MUTED)
     d.shape(24 + w / 2, y + n * cell + 18, "(batch, n, num_hiddens)", 10)
     # B: the same numbers, the last axis cut into heads (a view)

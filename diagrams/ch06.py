@@ -124,7 +124,7 @@ def ch06_positional_add(d: Diagram) -> None:
     d.math(
         286 + dim * cell / 2,
         y + n * cell + 58,
-        r"p_{i,2j} = \sin(i \omega_j),\ p_{i,2j+1} = \cos(i \omega_j)",
+        r"p_{p,2j} = \sin(p \omega_j),\ p_{p,2j+1} = \cos(p \omega_j)",
         13,
     )
     d.label(
@@ -132,10 +132,11 @@ def ch06_positional_add(d: Diagram) -> None:
     )
 
 
-@diagram(720, 300)
+@diagram(720, 310)
 def ch06_rope(d: Diagram) -> None:
     """Absolute positions are added to the input; RoPE rotates each feature pair of a query and a
-    key by its position, so their dot product sees only the offset m - n."""
+    key by its position, so their dot product depends on the contents and, of the positions, only
+    on the offset m - n."""
     q, k = ROLES["query"], ROLES["key"]
     # absolute (left): the position is added before the projections
     d.label(180, 30, "absolute: added to the input", 14, weight="bold")
@@ -166,9 +167,9 @@ def ch06_rope(d: Diagram) -> None:
         fill=MUTED,
         width=300,
     )
-    d.polyline([(360, 20), (360, 286)], stroke="#d9d9d9", sw=1)
+    d.polyline([(360, 20), (360, 296)], stroke="#d9d9d9", sw=1)
     # RoPE (right): one feature pair of the projected query and key, as a plane
-    cx, cy, r = 520, 168, 96
+    cx, cy, r = 520, 160, 90
     d.label(540, 30, "RoPE: rotates queries and keys", 14, weight="bold")
     d.polyline([(cx - r - 10, cy), (cx + r + 20, cy)], stroke="#bfbfbf", sw=1)
     d.polyline([(cx, cy - r - 14), (cx, cy + r + 6)], stroke="#bfbfbf", sw=1)
@@ -179,8 +180,8 @@ def ch06_rope(d: Diagram) -> None:
 
     m_rot, n_rot = 51, 17  # m = 3 and n = 1 steps of 17 degrees
     for start, turn, role, before, after, turn_tex in (
-        (22, m_rot, q, r"\mathbf{q}", r"\tilde{\mathbf{q}}_m", r"m\theta"),
-        (-8, n_rot, k, r"\mathbf{k}", r"\tilde{\mathbf{k}}_n", r"n\theta"),
+        (30, m_rot, q, r"\mathbf{q}", r"\tilde{\mathbf{q}}_m", r"m\theta_j"),
+        (-20, n_rot, k, r"\mathbf{k}", r"\tilde{\mathbf{k}}_n", r"n\theta_j"),
     ):
         d.polyline([(cx, cy), at(start)], stroke=role[1], sw=1.3, dash="4 3")
         bx, by = at(start, r + 14)
@@ -192,4 +193,11 @@ def ch06_rope(d: Diagram) -> None:
         d.polyline(arc, stroke=role[1], sw=1.2)
         mx, my = at(start + turn / 2, 76 if role is q else 58)
         d.math(mx + 2, my + 5, turn_tex, 12, anchor="start", fill=role[2])
-    d.label(540, 290, "their dot product depends on the offset m − n only", 12, fill=MUTED)
+    d.label(
+        540,
+        284,
+        "their dot product depends on the contents q and k, and on the positions only through m − n",
+        12,
+        fill=MUTED,
+        width=330,
+    )

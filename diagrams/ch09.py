@@ -3,77 +3,70 @@
 import math
 
 from . import diagram
-from .draw import INK, LINE, MUTED, ROLES, Diagram, signed
+from .draw import INK, LINE, MUTED, ROLES, Diagram, _f, signed
 
 Q, K, V, O = ROLES["query"], ROLES["key"], ROLES["value"], ROLES["output"]  # noqa: E741
-SCORES = [1.0, 0.2, 2.5, -0.3, 0.4, 1.8]  # one query's scores, read two at a time
+SCORES = [2.0, 1.0, 5.0, 3.0, 9.0, 0.5]  # the chapter's row of six scores, read two at a time
 
 
-@diagram(720, 330)
+def _online_states(scores: list[float], block: int = 2) -> list[tuple[float, float]]:
+    """(running maximum m, running sum l) after each block, as the chapter's loop computes them."""
+    m, ell, states = -math.inf, 0.0, []
+    for b in range(0, len(scores), block):
+        chunk = scores[b : b + block]
+        new_m = max(m, *chunk)
+        ell = ell * math.exp(m - new_m) + sum(math.exp(x - new_m) for x in chunk)
+        m = new_m
+        states.append((m, ell))
+    return states
+
+
+@diagram(720, 320)
 def ch09_online_softmax(d: Diagram) -> None:
-    """One query's scores read in blocks of two: a running maximum m and sum l (and the output
-    accumulator) are rescaled whenever the maximum grows; the full row is never stored."""
-    cell = 30
-    x0, y_s = 120, 70
-    d.label(24, y_s + 20, "scores", 12, anchor="start")
+    """The chapter's row of six scores read in blocks of two: the running maximum m and sum l
+    after each block; the sum is rescaled by e^(m - m') whenever the maximum grows, and the full
+    row is never stored."""
+    cell = 34
+    x0, y_s = 190, 62
+    d.label(x0 - 14, y_s + 22, "scores", 12, anchor="end")
+    d.math(x0 - 14, y_s + 44, r"s_j", 13, anchor="end")
     d.cells(
         x0,
         y_s,
         6,
         "plain",
         cell=cell,
-        colours=[signed(s, 2.5) for s in SCORES],
-        values=[f"{s:+.1f}".replace("-", "−") for s in SCORES],
-        size=10,
+        colours=[signed(x, 9.0) for x in SCORES],
+        values=[f"{x:.1f}" for x in SCORES],
+        size=11,
         stroke="#555555",
         gap=0,
     )
-    m, ell = -math.inf, 0.0
-    states = []
-    for b in range(3):
-        block = SCORES[2 * b : 2 * b + 2]
-        new_m = max(m, *block)
-        ell = (ell * math.exp(m - new_m) if ell else 0.0) + sum(math.exp(s - new_m) for s in block)
-        states.append((new_m, ell, m != -math.inf and new_m > m))
-        m = new_m
-    for b, (mb, lb, rescaled) in enumerate(states):
+    states = _online_states(SCORES)
+    for b, (mb, lb) in enumerate(states):
         bx = x0 + b * 2 * cell
         d.brace(bx + 2, y_s - 6, bx + 2 * cell - 2, y_s - 6, depth=5)
         d.label(bx + cell, y_s - 14, f"block {b + 1}", 11, fill=MUTED)
-        # the state after this block
-        sx = 96 + b * 200
-        sy = 170
-        d.arrow((bx + cell, y_s + cell + 2), (sx + 60, sy - 2), color=LINE, sw=1.3)
-        d.rect(sx, sy, 120, 64, fill="#f7f7f7", stroke=INK, sw=1.3, rx=6)
-        d.math(sx + 12, sy + 22, rf"m = {mb:.2f}", 13, anchor="start")
-        d.math(sx + 12, sy + 42, rf"\ell = {lb:.3f}", 13, anchor="start")
-        d.math(sx + 12, sy + 58, r"\mathbf{o}", 12, anchor="start", fill=O[2])
-        d.cells(sx + 30, sy + 48, 4, "output", cell=10)
+        sx, sy = 60 + b * 220, 160  # the state after this block
+        d.arrow((bx + cell, y_s + cell + 2), (sx + 65, sy - 2), color=LINE, sw=1.3)
+        d.rect(sx, sy, 130, 56, fill="#f7f7f7", stroke=INK, sw=1.3, rx=6)
+        d.math(sx + 14, sy + 23, rf"m = {mb:.1f}", 14, anchor="start")
+        d.math(sx + 14, sy + 45, rf"\ell = {lb:.4f}", 14, anchor="start")
         if b:
-            px = sx - 200 + 120
-            d.arrow((px, sy + 32), (sx - 2, sy + 32), color=INK, sw=1.4)
-            note = r"\times e^{m - m'}" if rescaled else r"\times 1"
-            d.math((px + sx) / 2, sy + 24, note, 12)
-        d.label(
-            sx + 60,
-            sy + 84,
-            "rescaled: a larger maximum"
-            if rescaled
-            else ("first block" if b == 0 else "same maximum: no rescaling"),
-            11,
-            fill=MUTED,
-        )
+            px = sx - 220 + 130
+            d.arrow((px, sy + 28), (sx - 2, sy + 28), color=INK, sw=1.4)
+            old = states[b - 1][0]
+            d.math((px + sx) / 2, sy + 18, r"\times e^{m - m'}", 12)
+            d.math((px + sx) / 2, sy + 48, rf"= e^{{{old - mb:.0f}}}".replace("-", "−"), 12)
+        note = "first block" if b == 0 else "a larger maximum: the old sum is rescaled"
+        d.label(sx + 65, sy + 76, note, 11, fill=MUTED, width=150)
     d.label(
         360,
-        296,
-        "the weights are exp(s − m) / ℓ with the final m and ℓ: exactly the softmax of the whole row",
+        292,
+        "the weights exp(s_j − m) / ℓ with the final m and ℓ are exactly the softmax of the whole row",
         11,
         fill=MUTED,
     )
-    d.code(24, 316, "blockwise_attention", 11, anchor="start", fill=MUTED)
-    d.label(160, 316, "reads keys and values block by block and never builds the n × n matrix", 11,
-            anchor="start", fill=MUTED)
-    d.math(x0 + 6 * cell + 24, y_s + 20, r"\mathbf{q}^\top \mathbf{k}_j / \sqrt{d}", 13, anchor="start")
 
 
 @diagram(720, 250)
@@ -103,79 +96,108 @@ def ch09_gqa(d: Diagram) -> None:
         d.label(x0 + 112, 226, f"the cache holds {g} head" + ("s" if g > 1 else ""), 11, fill=MUTED)
 
 
-@diagram(720, 300)
+def _window_grid(d: Diagram, x: float, y: float, n: int, w: int, block: int | None, cell: float) -> None:
+    """The n x n scores of a causal window of w keys: in the window (used), computed and masked,
+    or (with query blocks of ``block``) never computed, as sliding_window_attention skips them."""
+    used, masked_fill, skipped = "#fde725", ROLES["mask"][0], "#ffffff"  # viridis at 1: attends
+    cells, crosses = [], []
+    for i in range(n):
+        lo, hi = 0, n  # the keys computed for query i
+        if block:
+            start = i - i % block
+            lo, hi = max(0, start - w + 1), min(n, start + block)
+        for j in range(n):
+            inside = i - w < j <= i
+            fill = used if inside else (masked_fill if lo <= j < hi else skipped)
+            cx, cy = x + j * cell, y + i * cell
+            size = _f(cell)
+            cells.append(f'<rect x="{_f(cx)}" y="{_f(cy)}" width="{size}" height="{size}" fill="{fill}"/>')
+            if fill == masked_fill:  # computed, then masked: crossed out
+                crosses.append(f"M{_f(cx + 3)} {_f(cy + cell - 3)}L{_f(cx + cell - 3)} {_f(cy + 3)}")
+    d.add('<g stroke="#bfbfbf" stroke-width="0.6">' + "".join(cells) + "</g>")
+    if crosses:
+        d.path("".join(crosses), stroke="#a6a6a6", sw=0.8)
+    if block:
+        for start in range(0, n, block):
+            lo, hi = max(0, start - w + 1), min(n, start + block)
+            d.rect(x + lo * cell, y + start * cell, (hi - lo) * cell, block * cell, fill="none", stroke=INK,
+                   sw=1.6, rx=0)
+            d.label(x - 6, y + (start + block / 2) * cell + 4, f"block {start // block + 1}", 10,
+                    anchor="end", fill=MUTED)
+    d.label(x + n * cell / 2, y - 8, "keys", 11, fill=MUTED)
+
+
+@diagram(720, 344)
 def ch09_sliding_window(d: Diagram) -> None:
-    """Causal sliding windows of w = 3 positions, three layers deep: the last position's output
-    depends on the 7 positions before and at it, 3 (w - 1) + 1."""
-    n, w = 12, 3
-    xs = [104 + i * 50 for i in range(n)]
-    ys = [236, 172, 108, 44]  # the input, then layers 1, 2, 3
-    cone = [set() for _ in ys]
-    cone[-1] = {n - 1}
-    for level in range(len(ys) - 1, 0, -1):
-        cone[level - 1] = {p for q in cone[level] for p in range(q - w + 1, q + 1) if p >= 0}
-    for level in range(1, len(ys)):
-        for q in sorted(cone[level]):
-            for p in range(q - w + 1, q + 1):
-                d.polyline([(xs[p], ys[level - 1] - 7), (xs[q], ys[level] + 7)], stroke=INK, sw=1.2)
-    for level, y in enumerate(ys):
-        for i, x in enumerate(xs):
-            inside = i in cone[level]
-            top = level == len(ys) - 1 and inside
-            fill = O[0] if top else ("#bdbdbd" if inside else "#ffffff")
-            stroke = O[1] if top else (INK if inside else "#b3b3b3")
-            d.circle(x, y, 7, fill=fill, stroke=stroke, sw=1.2)
-        name = "input" if level == 0 else f"layer {level}"
-        d.label(20, y + 4, name, 11, anchor="start", fill=MUTED)
-    d.label(
-        360,
-        276,
-        "window w = 3: each layer reaches w − 1 = 2 positions further back; after 3 layers, 7 positions",
-        11,
-        fill=MUTED,
-    )
-    d.code(360, 294, "sliding_window_mask", 11, fill=MUTED)
+    """A causal window of w = 3 keys over n = 12 positions, two ways: masked in a full
+    computation (every score computed, most thrown away) or, as sliding_window_attention does,
+    one block of 4 queries at a time over only the keys its window reaches."""
+    n, w, block, cell = 12, 3, 4, 13
+    lx, rx, y = 96, 470, 78
+    d.label(lx + n * cell / 2, 30, "the window as a mask", 13, weight="bold")
+    d.label(rx + n * cell / 2, 30, "the window's keys only", 13, weight="bold")
+    d.code(rx + n * cell / 2, 50, "sliding_window_attention", 11, fill=MUTED)
+    d.code(lx + n * cell / 2, 50, "sliding_window_mask", 11, fill=MUTED)
+    _window_grid(d, lx, y, n, w, None, cell)
+    _window_grid(d, rx, y, n, w, block, cell)
+    d.label(lx - 6, y + n * cell / 2 + 4, "queries", 11, anchor="end", fill=MUTED)
+    grid_bottom = y + n * cell
+    d.label(lx + n * cell / 2, grid_bottom + 22, "144 scores computed, 33 used:", 12)
+    d.math(lx + n * cell / 2, grid_bottom + 42, r"O(n^2 d)", 13)
+    d.label(rx + n * cell / 2, grid_bottom + 22, "64 scores computed, 33 used:", 12)
+    d.math(rx + n * cell / 2, grid_bottom + 42, r"O(n w d)", 13)
+    # the key
+    ky = 328
+    for kx, fill, text in (
+        (150, "#fde725", "in the window: used"),
+        (330, ROLES["mask"][0], "computed, then masked"),
+        (520, "#ffffff", "never computed"),
+    ):
+        d.rect(kx, ky - 10, 12, 12, fill=fill, stroke="#8c8c8c", sw=0.8, rx=0)
+        d.label(kx + 18, ky, text, 11, anchor="start")
+    d.label(360, grid_bottom + 68, "window w = 3, n = 12 positions, blocks of 4 queries", 11, fill=MUTED)
 
 
-@diagram(720, 330)
+@diagram(720, 350)
 def ch09_linear_rnn(d: Diagram) -> None:
-    """Linear attention as a recurrence: a fixed-size state S_t (and z_t) absorbs each key-value
-    pair; softmax attention's cache instead grows by one key and one value per token."""
-    xs = [96 + 120 * t for t in range(5)]
+    """Linear attention as a recurrence: a state of fixed size, the matrix M_t and the vector z_t,
+    absorbs each key-value pair; softmax attention's cache instead grows by one key and one value
+    per token."""
+    xs = [90 + 124 * t for t in range(5)]
+    state = ROLES["state"]
     d.label(24, 30, "linear attention: a state of fixed size", 13, anchor="start", weight="bold")
     for t, x in enumerate(xs):
-        # the state: a d x d_v grid, the same size at every step
+        # the state: M, a d x d_v grid, and z, a vector of d; the same size at every step
         for i in range(4):
             for j in range(4):
-                d.rect(
-                    x - 24 + j * 12,
-                    70 + i * 12,
-                    12,
-                    12,
-                    fill="#efe9d6",
-                    stroke=ROLES["state"][1],
-                    sw=0.6,
-                    rx=0,
-                )
-        d.math(x, 62, rf"\mathbf{{S}}_{t + 1}", 13)
+                d.rect(x - 30 + j * 12, 70 + i * 12, 12, 12, fill="#efe9d6", stroke=state[1], sw=0.6, rx=0)
+            d.rect(x + 24, 70 + i * 12, 12, 12, fill="#efe9d6", stroke=state[1], sw=0.6, rx=0)
+        d.math(x - 6, 62, rf"\mathbf{{M}}_{t + 1}", 13)
+        d.math(x + 30, 62, rf"\mathbf{{z}}_{t + 1}", 13)
         if t:
-            d.arrow((xs[t - 1] + 26, 94), (x - 28, 94), color=INK, sw=1.4)
-        # what the step adds, and what it reads
+            d.arrow((xs[t - 1] + 38, 94), (x - 34, 94), color=INK, sw=1.4)
+        # what the step adds
         d.math(x, 150, rf"\phi(\mathbf{{k}}_{t + 1})\mathbf{{v}}_{t + 1}^\top", 12, fill=K[2])
         d.arrow((x, 136), (x, 122), color=K[1], sw=1.2, head=6)
     d.math(
         360,
-        186,
-        r"\mathbf{S}_t = \mathbf{S}_{t-1} + \phi(\mathbf{k}_t)\mathbf{v}_t^\top,\quad "
-        r"\mathbf{y}_t = \phi(\mathbf{q}_t)^\top \mathbf{S}_t \,/\, \phi(\mathbf{q}_t)^\top \mathbf{z}_t",
+        184,
+        r"\mathbf{M}_t = \mathbf{M}_{t-1} + \phi(\mathbf{k}_t)\mathbf{v}_t^\top,\quad "
+        r"\mathbf{z}_t = \mathbf{z}_{t-1} + \phi(\mathbf{k}_t)",
+        13,
+    )
+    d.math(
+        360,
+        208,
+        r"\mathbf{y}_t = \phi(\mathbf{q}_t)^\top \mathbf{M}_t \,/\, \phi(\mathbf{q}_t)^\top \mathbf{z}_t",
         13,
     )
     d.code(700, 30, "linear_attention_recurrent", 11, anchor="end", fill=MUTED)
     # the cache of softmax attention, for contrast
-    d.label(24, 224, "softmax attention: a cache that grows", 13, anchor="start", weight="bold")
+    d.label(24, 246, "softmax attention: a cache that grows", 13, anchor="start", weight="bold")
     for t, x in enumerate(xs):
         for i in range(t + 1):
-            d.rect(x - 24, 300 - (i + 1) * 12, 24, 12, fill=K[0], stroke=K[1], sw=0.6, rx=0)
-            d.rect(x, 300 - (i + 1) * 12, 24, 12, fill=V[0], stroke=V[1], sw=0.6, rx=0)
-        d.text(x, 318, f"t = {t + 1}", 11, fill=MUTED, kind="m")
-    d.code(700, 224, "KVCache", 11, anchor="end", fill=MUTED)
+            d.rect(x - 24, 320 - (i + 1) * 12, 24, 12, fill=K[0], stroke=K[1], sw=0.6, rx=0)
+            d.rect(x, 320 - (i + 1) * 12, 24, 12, fill=V[0], stroke=V[1], sw=0.6, rx=0)
+        d.text(x, 338, f"t = {t + 1}", 11, fill=MUTED, kind="m")
+    d.code(700, 246, "KVCache", 11, anchor="end", fill=MUTED)
