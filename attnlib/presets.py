@@ -12,8 +12,11 @@ Every model sees the same data (:data:`DATA_DEFAULTS`), so their scores compare.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
+import io
 import os
+import tokenize
 from dataclasses import asdict
 from pathlib import Path
 
@@ -188,19 +191,43 @@ TRAINING_CODE = ("_checks", "data", "device", "multihead", "positional", "preset
                  "scoring", "seq2seq", "training", "transformer")
 
 
+def _code_only(path: Path) -> bytes:
+    """The source of ``path`` without its comments, docstrings, blank lines and line-end spaces:
+    what training runs, so that an edited comment or docstring leaves the shipped weights current.
+
+    Spans come from ``ast`` (docstrings) and ``tokenize`` (comments), whose positions every Python
+    version reports alike; line endings are normalised, so a Windows checkout hashes the same."""
+    source = path.read_text(encoding="utf-8").replace("\r\n", "\n")
+    lines = [line.encode() for line in source.split("\n")]  # ast's columns count UTF-8 bytes
+    spans = []  # (first line, first byte, last line, end byte), lines counted from 1
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            doc = body[0]
+            spans.append((doc.lineno, doc.col_offset, doc.end_lineno, doc.end_col_offset))
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            (row, col), (end_row, end_col) = tok.start, tok.end
+            text = source.split("\n")[row - 1]
+            spans.append((row, len(text[:col].encode()), end_row, len(text[:end_col].encode())))
+    for first, start, last, end in sorted(spans, reverse=True):  # from the end: earlier spans stay put
+        lines[first - 1:last] = [lines[first - 1][:start] + lines[last - 1][end:]]
+    return b"\n".join(line.rstrip() for line in lines if line.strip())
+
+
 def recipe(name: str, data, **overrides) -> dict:
     """What the trained weights of preset ``name`` on ``data`` follow from, as text that every
     machine computes alike: the preset and its settings, a hash of the data, and a hash of the
-    code of each module in :data:`TRAINING_CODE`.
+    code of each module in :data:`TRAINING_CODE` (its comments and docstrings left out).
 
     Two machines that share a recipe train models of the same quality, not the same bits: a
     minute of training on another CPU takes other floating-point paths (docs/reproducibility.md).
     """
     settings = _preset(name, overrides)
-    code = {}
-    for module in TRAINING_CODE:  # line endings normalised: a Windows checkout hashes alike
-        text = (Path(__file__).parent / f"{module}.py").read_bytes().replace(b"\r\n", b"\n")
-        code[f"attnlib/{module}.py"] = hashlib.sha256(text).hexdigest()[:16]
+    code = {f"attnlib/{module}.py": hashlib.sha256(_code_only(Path(__file__).parent / f"{module}.py"))
+            .hexdigest()[:16] for module in TRAINING_CODE}
     return {"preset": name, "settings": dict(sorted(settings.items())),
             "data": _fingerprint(name, data, torch.device("cpu"), overrides, False), "code": code}
 

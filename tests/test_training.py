@@ -294,6 +294,21 @@ def test_the_recipe_covers_every_module_that_training_imports():
         assert not missing, f"attnlib.{name} uses {sorted(missing)}: add them to TRAINING_CODE"
 
 
+def test_the_recipe_hashes_code_not_its_comments_or_docstrings(tmp_path):
+    def hashed(name, text):
+        (tmp_path / name).write_bytes(text.encode())
+        return presets._code_only(tmp_path / name)
+
+    code = 'import torch\n\n\ndef f(x):\n    return x + 1\n'
+    explained = ('"""A module, ünïcode."""\nimport torch  # the tensors\n\n\ndef f(x):\n'
+                 '    """Add one.\n\n    Over two lines."""\n    # why\n    return x + 1  # one more\n')
+    windows = explained.replace("\n", "\r\n")
+    assert hashed("a.py", code) == hashed("b.py", explained) == hashed("c.py", windows)
+    assert hashed("d.py", code.replace("x + 1", "x + 2")) != hashed("a.py", code)
+    quoted = 'def f():\n    return "# not a comment"\n'
+    assert hashed("e.py", quoted) != hashed("f.py", 'def f():\n    return ""\n')
+
+
 def test_shipped_weights_load_only_for_their_recipe(data, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(presets, "PRETRAINED_DIR", tmp_path / "shipped")
