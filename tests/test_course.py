@@ -50,13 +50,18 @@ ROSTER = [("ana", "Ana", "Alves", "ana@example.org", "1001"),
 pytestmark = pytest.mark.slow
 
 
+def is_written(cell) -> bool:
+    return cell.metadata.get("nbgrader", {}).get("grade_id", "").startswith("written")
+
+
 def make_source(folder: Path) -> Path:
-    """ch01 with a written answer (nbgrader's manually graded answer cell) and ch03 with a hint."""
+    """ch01 with a written answer of its own (nbgrader's manually graded answer cell, 2 points)
+    and ch03 with a hint and without its written question (the numbers below are autograded)."""
     for name in (CH01, CH03):
         shutil.copytree(SOURCE / name, folder / name)
     path = folder / CH01 / f"{CH01}.ipynb"
     nb = nbformat.read(path, as_version=4)
-    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "written1"]
+    nb.cells = [c for c in nb.cells if not is_written(c)]
     answer = "### BEGIN SOLUTION\nA lower temperature sharpens the weights.\n### END SOLUTION"
     written = new_markdown_cell(answer, id="written1")
     written.metadata["nbgrader"] = {"grade": True, "solution": True, "locked": False, "points": 2,
@@ -65,6 +70,7 @@ def make_source(folder: Path) -> Path:
     nbformat.write(nb, path)
     path = folder / CH03 / f"{CH03}.ipynb"
     nb = nbformat.read(path, as_version=4)
+    nb.cells = [c for c in nb.cells if not is_written(c)]
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex4_tests")
     cell.source = cell.source.replace("### BEGIN HIDDEN TESTS\n", f"### BEGIN HIDDEN TESTS\n# hint: {HINT}\n")
     nbformat.write(nb, path)

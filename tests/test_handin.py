@@ -66,6 +66,8 @@ def test_the_spec_leaves_written_answers_to_formgrader_and_knows_the_hints(tmp_p
     shutil.copytree(SOURCE / CH03, tmp_path / CH03)
     path = tmp_path / CH03 / f"{CH03}.ipynb"
     nb = nbformat.read(path, as_version=4)
+    nb.cells = [c for c in nb.cells  # the source's own written question: replaced by a 2-point one
+                if not c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("written")]
     written = new_markdown_cell("YOUR ANSWER HERE", id="written1")
     written.metadata["nbgrader"] = {"grade": True, "solution": True, "locked": False, "points": 2,
                                     "grade_id": "written1", "schema_version": 3}
