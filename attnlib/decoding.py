@@ -182,19 +182,20 @@ def beam_search_ids(model: nn.Module, src: torch.Tensor, src_valid_len: torch.Te
         for _ in range(max_len):
             if use_cache:
                 logits, state = dec(ys[:, -1:], state)  # (alive, 1, vocab)
-            else:
+            else:  # no cache: a fresh state for every prefix, which is fed whole
                 fresh = dec.reorder_state(dec.init_state(enc_all, src_valid_len),
                                           torch.zeros(ys.shape[0], dtype=torch.long, device=src.device))
                 logits, _ = dec(ys, fresh)  # (alive, t + 1, vocab)
+            # every extension of every prefix: log P(prefix) + log p(token | prefix)
             logp = scores[:, None] + logits[:, -1].log_softmax(-1)  # (alive, vocab)
             w = _last_weights(rec, names)  # (alive, layers, heads, 1, src_steps)
             if w is not None:
                 attn = w if attn is None else torch.cat((attn, w), dim=3)
-            budget = beam_size - len(finished)
-            top, flat = logp.flatten().topk(budget)  # (budget,)
-            parent, token = flat // logp.shape[1], flat % logp.shape[1]  # (budget,)
-            keep = []
-            for j in range(budget):
+            width = beam_size - len(finished)  # the beam shrinks as hypotheses finish
+            top, flat = logp.flatten().topk(width)  # the best extensions, (width,)
+            parent, token = flat // logp.shape[1], flat % logp.shape[1]  # (width,)
+            keep = []  # the extensions that go on; those ending in <eos> are finished
+            for j in range(width):
                 if int(token[j]) == eos:
                     finished.append((ys[parent[j], 1:].tolist() + [eos], float(top[j]),
                                      None if attn is None else attn[parent[j]], True))
