@@ -37,6 +37,7 @@ help:
 	@echo "  make lab          set up (if needed) and start JupyterLab on notebooks/"
 	@echo "                    options: make lab LAB_ARGS=\"--port 8890 --no-browser\""
 	@echo "  make book         build the static website into build/book/ (open build/book/index.html)"
+	@echo "  make diagrams     draw the diagrams (diagrams/) into SVG, both editions, and refresh the chapters' copies"
 	@echo "Chinese edition (中文版, docs/translating.md):"
 	@echo "  make lab LANG=zh  generate the Chinese notebooks into build/zh/notebooks/ and open them"
 	@echo "  make book         also builds the Chinese site, build/book/zh/index.html"
@@ -47,7 +48,7 @@ help:
 	@echo "                    options: make test PYTEST_ARGS=\"tests/test_bench.py\""
 	@echo "  make test-lab CH=N  run the JupyterLab browser test for one chapter"
 	@echo "  make test-float-paths  training tests, chapters and assignments with the plainest CPU kernels"
-	@echo "  make lint         ruff over attnlib/, tests/, the notebooks, assignments/, scripts/"
+	@echo "  make lint         ruff over attnlib/, tests/, the notebooks, assignments/ and the packages"
 	@echo "  make format       ruff format attnlib/ and tests/, then ruff's safe fixes"
 	@echo "Measurements (rewrite committed files in results/):"
 	@echo "  make quality      train every translation model over 3 seeds -> results/quality.md"
@@ -56,10 +57,13 @@ help:
 	@echo "  make reproducibility  retrain them with other CPU kernels -> results/reproducibility.json"
 	@echo "  make bench        time attnlib against PyTorch and d2l -> results/bench.md"
 	@echo "                    (python -m bench --quick: a short check that writes build/bench-quick/)"
-	@echo "For instructors (docs/instructors.md):"
-	@echo "  make assignments  write the student versions to build/assignments/release/"
-	@echo "                    (LANG=zh: the Chinese ones to build/assignments-zh/release/)"
-	@echo "  make grade        autograde SUBMISSIONS=folder (default build/submitted) [JOBS=N] -> build/grades/runs/"
+	@echo "For instructors (docs/instructors.md; COURSE=folder, default build/assignments):"
+	@echo "  make assignments  build or update the course: student versions in COURSE/release/, the gradebook"
+	@echo "                    (LANG=zh: the Chinese ones, COURSE default build/assignments-zh)"
+	@echo "  make grade        grade COURSE/submitted in the sandbox into the gradebook [JOBS=N FORCE=1"
+	@echo "                    STUDENT=id ASSIGNMENT=name] -> reports in COURSE/grading/"
+	@echo "  make export       the grades for the LMS: LMS=canvas|moodle|csv -> COURSE/grading/LMS.csv"
+	@echo "  make formgrader   JupyterLab on COURSE with nbgrader's formgrader (manual grading, feedback)"
 	@echo "Set-up and maintenance:"
 	@echo "  make install      build $(VENV) from requirements.lock (a no-op when up to date)"
 	@echo "  make system-deps  apt-get chromium and fonts-wqy-zenhei for the website test (sudo unless root)"
@@ -92,7 +96,7 @@ $(VENV)/etc/jupyter/%_config.py: jupyter/jupyter_config.py $(STAMP)
 # open; `jupyter trust` only records a signature, it never rewrites a notebook.
 lab: install
 ifeq ($(BOOK_LANG),zh)
-	$(BIN)/python scripts/i18n.py generate
+	$(BIN)/python -m book.i18n generate
 	@$(BIN)/jupyter trust --log-level=WARN build/zh/notebooks/[0-9][0-9]_*.ipynb >/dev/null
 else
 	@$(BIN)/jupyter trust --log-level=WARN notebooks/[0-9][0-9]_*.ipynb >/dev/null
@@ -100,7 +104,7 @@ endif
 	$(BIN)/jupyter lab --config=book/lab_config.py --ServerApp.root_dir=$(LAB_DIR) $(ROOT_ARGS) $(LAB_ARGS)
 
 lint: install
-	$(BIN)/ruff check attnlib tests notebooks assignments scripts
+	$(BIN)/ruff check attnlib tests notebooks assignments scripts diagrams coursegrader bench book
 
 format: install
 	$(BIN)/ruff format attnlib tests
@@ -115,21 +119,21 @@ execute: install
 # The Chinese notebooks (build/zh/notebooks, generated from the catalogues) run under nbval too.
 # Both sites are built first, so that the browser tests (two workers) find them up to date.
 test: install book-deps lint
-	$(BIN)/python scripts/i18n.py generate
+	$(BIN)/python -m book.i18n generate
 ifeq ($(PYTEST_ARGS),)
-	$(BIN)/python scripts/build_book.py
-	$(BIN)/python scripts/build_book.py --lang zh
+	$(BIN)/python -m book.build
+	$(BIN)/python -m book.build --lang zh
 endif
 	$(BIN)/python -m pytest $(or $(PYTEST_ARGS),tests notebooks assignments/source build/zh/notebooks)
 
-# The catalogues of the Chinese edition (scripts/i18n.py, docs/translating.md).
+# The catalogues of the Chinese edition (book/i18n.py, docs/translating.md).
 CAT ?=
 .PHONY: i18n i18n-check
 i18n: install
-	$(BIN)/python scripts/i18n.py update $(CAT)
+	$(BIN)/python -m book.i18n update $(CAT)
 
 i18n-check: install
-	$(BIN)/python scripts/i18n.py check $(CAT)
+	$(BIN)/python -m book.i18n check $(CAT)
 
 # The checks whose numbers depend on the CPU's float path, again with the plainest CPU kernels: a check
 # tied to one kind of CPU fails here, not on a reader's laptop (docs/reproducibility.md). CI runs it.
@@ -160,22 +164,40 @@ quality: install
 models: install
 	$(BIN)/python scripts/pretrain.py
 
-# Classroom assignments (docs/instructors.md): student versions, then autograding.
-SUBMISSIONS ?= build/submitted
-.PHONY: assignments grade
-assignments: install
+# The course (docs/instructors.md): an nbgrader course directory COURSE, graded in the book's sandbox
+# (python -m coursegrader). These targets never delete a submission, a grade or a feedback file.
+# Once .venv is built they do not reinstall it (a term is graded with one environment, even after a
+# git pull that changes requirements.lock: run `make install` between terms).
+COURSE ?= $(if $(filter zh,$(BOOK_LANG)),build/assignments-zh,build/assignments)
+SUBMISSIONS ?= $(COURSE)/submitted
+COURSE_DEPS := $(if $(wildcard $(STAMP)),,install)
+.PHONY: assignments grade export formgrader
+assignments: $(COURSE_DEPS)
 ifeq ($(BOOK_LANG),zh)
 	$(BIN)/python scripts/i18n.py generate
-	$(BIN)/python scripts/assignments.py generate --lang zh --out build/assignments-zh
+	$(BIN)/python -m coursegrader generate --lang zh --course $(COURSE)$(if $(FORCE), --force,)
 else
-	$(BIN)/python scripts/assignments.py generate --out build/assignments
+	$(BIN)/python -m coursegrader generate --course $(COURSE)$(if $(FORCE), --force,)
 endif
 
-# JOBS: pairs graded at once (default: all cores); NO_SANDBOX=1 grades without bubblewrap.
+# JOBS: pairs graded at once (default: all cores); FORCE=1 grades again the pairs that did not change;
+# STUDENT=id, ASSIGNMENT=name: those only; ADD_UNKNOWN=1 adds students missing from the roster;
+# NO_SANDBOX=1 grades without bubblewrap.
 JOBS ?= 0
-grade: install
-	$(BIN)/python scripts/assignments.py grade $(SUBMISSIONS) --out build/grades --jobs $(JOBS) \
-	  $(if $(NO_SANDBOX),--no-sandbox,)
+GRADE_FLAGS = $(strip $(if $(FORCE),--force) $(if $(STUDENT),--student $(STUDENT)) \
+  $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) $(if $(ADD_UNKNOWN),--add-unknown) $(if $(NO_SANDBOX),--no-sandbox))
+grade: $(COURSE_DEPS)
+	$(BIN)/python -m coursegrader grade $(SUBMISSIONS) --course $(COURSE) --jobs $(JOBS) $(GRADE_FLAGS)
+
+# LMS=canvas|moodle|csv: the class's grades -> COURSE/grading/LMS.csv (nbgrader export with the book's plugins)
+LMS ?= canvas
+export: $(COURSE_DEPS)
+	$(BIN)/python -m coursegrader export $(LMS) --course $(COURSE)
+
+# JupyterLab on the course directory, with nbgrader's formgrader (menu Nbgrader -> Formgrader)
+formgrader: $(COURSE_DEPS)
+	cd $(COURSE) && PYTHONPATH=$(CURDIR) $(BIN)/jupyter lab --ServerApp.root_dir=$(abspath $(COURSE)) \
+	  $(ROOT_ARGS) $(LAB_ARGS)
 
 # attnlib's sdist and wheel in dist/, with the standard `build` front end and the locked setuptools
 # (--no-isolation: nothing downloads). The wheel is built from the sdist, so the sdist is complete.
@@ -206,7 +228,7 @@ test-lab: install book-deps  ## the book in JupyterLab, in headless Chromium (CH
 bench: install  ## time attnlib against PyTorch and d2l; writes results/bench.{json,md} (python -m bench --quick: faster)
 	$(BIN)/python -m bench
 
-# The book as an offline static website in build/book/ (scripts/build_book.py; checked in headless
+# The book as an offline static website in build/book/ (the package book/; checked in headless
 # Chromium by tests/test_book.py). book-deps fetches the pinned MathJax the site serves and the
 # pinned axe-core the browser test runs in every page (once, from the npm registry, hash-checked,
 # kept in .venv) and looks for the system packages the browser test
@@ -234,7 +256,7 @@ book-deps: $(STAMP)
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs; \
 	else echo "note: missing $$pkgs ($$why). The book builds without them; to install them run" \
 	  "'make system-deps' (Debian/Ubuntu), or install Chrome/Chromium and set CHROME=/path/to/it."; fi
-	@$(BIN)/python scripts/build_book.py --deps-only >/dev/null
+	@$(BIN)/python -m book.build --deps-only >/dev/null
 
 system-deps:  ## install the system packages the browser test needs (Debian/Ubuntu; sudo unless root)
 	@$(MISSING_PKGS); \
@@ -246,7 +268,13 @@ system-deps:  ## install the system packages the browser test needs (Debian/Ubun
 	echo "system-deps: installing $$pkgs with $${sudo:+sudo }apt-get. $$why."; \
 	$$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkgs
 
-book: book-deps  ## build the static website into build/book/ and the Chinese one into build/book/zh/
-	$(BIN)/python scripts/build_book.py
-	$(BIN)/python scripts/i18n.py generate
-	$(BIN)/python scripts/build_book.py --lang zh
+# The diagrams (diagrams/, docs/diagrams.md): SVG in both editions, and the chapters' diagram cells
+# (which carry the SVG itself, so a chapter shows them wherever it goes). Writes only what changed.
+.PHONY: diagrams
+diagrams: install
+	$(BIN)/python scripts/render_diagrams.py
+
+book: book-deps diagrams  ## build the static website into build/book/ and the Chinese one into build/book/zh/
+	$(BIN)/python -m book.build
+	$(BIN)/python -m book.i18n generate
+	$(BIN)/python -m book.build --lang zh

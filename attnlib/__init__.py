@@ -136,11 +136,12 @@ from .efficient import (  # noqa: E402
     kept_positions,
     linear_attention,
     linear_attention_recurrent,
+    sliding_window_attention,
     sliding_window_mask,
 )
 
 __all__ += [  # chapter 9
     "ALiBiAttention", "EfficientLM", "KeyValueMemory", "WindowKVCache", "alibi_bias", "alibi_slopes",
     "attention_pattern", "blockwise_attention", "kept_positions", "linear_attention",
-    "linear_attention_recurrent", "sliding_window_mask",
+    "linear_attention_recurrent", "sliding_window_attention", "sliding_window_mask",
 ]

@@ -7,11 +7,13 @@
   :mod:`attnlib.multihead`;
 * :func:`sliding_window_mask`, :class:`WindowKVCache`, :class:`EfficientLM`: local attention
   (Beltagy et al., 2020; Mistral 7B, 2023) and a cache that keeps only the window;
+  :func:`sliding_window_attention`: the window computed at a cost linear in the length, each
+  block of queries against only the keys inside its window;
   :func:`attention_pattern`, :func:`kept_positions`: the sparse patterns side by side;
 * :func:`linear_attention`, :func:`linear_attention_recurrent`: ``exp(q.k)`` replaced by
   ``phi(q).phi(k)`` (Katharopoulos et al., 2020), in parallel form and as an RNN with a
   fixed-size state; :class:`KeyValueMemory`, :func:`make_pair_recall_task`: a recall task
-  that fills that state;
+  (a simplified form of Arora et al.'s, 2023) that fills that state;
 * :func:`alibi_slopes`, :func:`alibi_bias`, :class:`ALiBiAttention`: linear biases instead of
   position embeddings (Press et al., 2022); :class:`PositionTagger` compares them with
   chapter 6's positions on sequences longer than the training ones;
@@ -52,19 +54,21 @@ def blockwise_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch
     each block's mask is made from positions inside the loop. A query with no visible key
     returns zeros; a key/value position that the mask hides from every query is ignored, even
     when it holds NaN or inf (the rule of :func:`~attnlib.scoring.scaled_dot_product`).
+    Half-precision inputs are summed in float32, as fused kernels keep their running statistics.
     """
     _check_sdp(queries, keys, values, mask, causal, 0.0, scale)
     check_int("block_size", block_size)
     nq, nk = queries.shape[-2], keys.shape[-2]
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
-    q = queries * scale  # (..., q, d)
+    wide = torch.float32 if queries.dtype in (torch.float16, torch.bfloat16) else queries.dtype
+    q = queries.to(wide) * scale  # (..., q, d)
     m = torch.full_like(q[..., :1], float("-inf"))  # (..., q, 1): running max of the scores
     ell = torch.zeros_like(m)  # (..., q, 1): running sum of exp(score - m)
     acc = q.new_zeros(*q.shape[:-1], values.shape[-1])  # (..., q, d_v): running sum of weights * v
     query_pos = torch.arange(nk - nq, nk, device=q.device)[:, None]  # (q, 1): the last nq positions
     for start in range(0, nk, block_size):
-        k = keys[..., start:start + block_size, :]  # (..., block, d)
-        v = values[..., start:start + block_size, :]  # (..., block, d_v)
+        k = keys[..., start:start + block_size, :].to(wide)  # (..., block, d)
+        v = values[..., start:start + block_size, :].to(wide)  # (..., block, d_v)
         s = q @ k.transpose(-2, -1)  # (..., q, block)
         seen = block_mask(mask, causal, query_pos, start, k.shape[-2])  # (..., 1 or q, block) or None
         if seen is not None:
@@ -77,7 +81,8 @@ def blockwise_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch
         ell = ell * rescale + p.sum(-1, keepdim=True)
         acc = acc * rescale + p @ v  # (..., q, d_v)
         m = m_new
-    return acc / torch.where(ell > 0, ell, 1.0)  # (..., q, d_v); rows that saw nothing stay 0
+    out = acc / torch.where(ell > 0, ell, 1.0)  # (..., q, d_v); rows that saw nothing stay 0
+    return out.to(queries.dtype)
 
 
 def block_mask(mask: torch.Tensor | None, causal: bool, query_pos: torch.Tensor, start: int,
@@ -108,6 +113,36 @@ def sliding_window_mask(num_queries: int, num_keys: int, window: int, device=Non
     return cm & ~cm.tril(num_keys - num_queries - window)  # drop keys `window` or more behind
 
 
+def sliding_window_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                             window: int, block_size: int = 128,
+                             scale: float | None = None) -> torch.Tensor:
+    """Causal attention in which each query sees only the ``window`` latest keys up to its own
+    position (:func:`sliding_window_mask`), without ever looking at the other keys.
+
+    Shapes as :func:`blockwise_attention`; the queries are the last positions of the keys. It
+    walks over blocks of ``block_size`` queries; a block whose first query is at position ``p``
+    can only see keys ``p - window + 1 .. p + block_size - 1``, so it runs
+    :func:`blockwise_attention` over that slice alone, and the keys outside it are never read
+    (FlashAttention's block-sparse kernels skip such key blocks the same way). Each block costs
+    ``O(block_size (block_size + window) d)`` whatever the length: time ``O(n w d)`` for
+    ``n >> block_size``, and temporaries of ``(..., block_size, block_size + window - 1)`` at most.
+    """
+    _check_sdp(queries, keys, values, None, True, 0.0, scale)
+    check_int("window", window)
+    check_int("block_size", block_size)
+    nq, nk = queries.shape[-2], keys.shape[-2]
+    out = values.new_empty(*queries.shape[:-1], values.shape[-1])  # (..., q, d_v)
+    for start in range(0, nq, block_size):
+        q = queries[..., start:start + block_size, :]  # (..., b, d)
+        first = nk - nq + start  # key position of this block's first query
+        lo, hi = max(0, first - window + 1), first + q.shape[-2]  # the keys its window reaches
+        seen = sliding_window_mask(q.shape[-2], hi - lo, window, q.device)  # (b, hi - lo)
+        out[..., start:start + q.shape[-2], :] = blockwise_attention(
+            q, keys[..., lo:hi, :], values[..., lo:hi, :], seen, block_size=block_size,
+            scale=scale)  # (..., b, d_v)
+    return out  # (..., q, d_v)
+
+
 def attention_pattern(kind: str, n: int, window: int = 4, dilation: int = 2,
                       num_global: int = 1, device=None) -> torch.Tensor:
     """Bool ``(n, n)`` mask of one pattern of :data:`PATTERNS` (True = query row sees key column).
@@ -115,7 +150,9 @@ def attention_pattern(kind: str, n: int, window: int = 4, dilation: int = 2,
     ``"full"``: every key; ``"causal"``: keys up to the query; ``"sliding"``: the ``window``
     latest of those; ``"dilated"``: ``window`` keys ``dilation`` apart, ``t, t - dilation, ..``;
     ``"global+local"``: the sliding window plus the first ``num_global`` tokens, which every
-    later query sees (Longformer's global tokens, made causal).
+    later query sees (the attention sinks of StreamingLLM, Xiao et al., 2024; Longformer's
+    global tokens are instead chosen by the task and attend, and are attended, in both
+    directions).
     """
     if kind not in PATTERNS:
         raise ValueError(f"kind must be one of {PATTERNS}, got {kind!r}")
@@ -188,7 +225,10 @@ class WindowKVCache(KVCache):
 class EfficientBlock(CausalBlock):
     """Chapter 8's GPT block with ``num_kv_heads`` key/value heads and, if ``window`` is
     given, a sliding window: each position sees the ``window`` latest positions only.
-    ``forward(X (batch, steps, num_hiddens), cache=None)`` as :class:`attnlib.lm.CausalBlock`."""
+    ``forward(X (batch, steps, num_hiddens), cache=None)`` as :class:`attnlib.lm.CausalBlock`.
+    The window is a mask on the full ``steps x keys`` computation, which costs as much time as
+    full attention (cheap at the chapter's lengths); only the cache shrinks.
+    :func:`sliding_window_attention` computes the same attention at a cost linear in the length."""
 
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  num_kv_heads: int | None = None, window: int | None = None,
@@ -270,9 +310,9 @@ def linear_attention_recurrent(queries: torch.Tensor, keys: torch.Tensor, values
                                feature_map=elu_feature_map, eps: float = 1e-6):
     """Causal linear attention as an RNN: one position at a time with a fixed-size state.
 
-    ``S_t = S_{t-1} + phi(k_t) v_t^T`` ``(..., d, d_v)``, ``z_t = z_{t-1} + phi(k_t)`` ``(..., d)``,
-    ``out_t = phi(q_t)^T S_t / phi(q_t)^T z_t``. Queries, keys and values are ``(..., n, d)``
-    (one query per key). Returns ``(out (..., n, d_v), (S, z))``; pass ``(S, z)`` back as
+    ``M_t = M_{t-1} + phi(k_t) v_t^T`` ``(..., d, d_v)``, ``z_t = z_{t-1} + phi(k_t)`` ``(..., d)``,
+    ``out_t = phi(q_t)^T M_t / phi(q_t)^T z_t``. Queries, keys and values are ``(..., n, d)``
+    (one query per key). Returns ``(out (..., n, d_v), (M, z))``; pass ``(M, z)`` back as
     ``state`` to continue. The state's size does not grow with ``n``: this is the whole cache.
     """
     _check_linear(queries, keys, values)
@@ -281,41 +321,47 @@ def linear_attention_recurrent(queries: torch.Tensor, keys: torch.Tensor, values
                          f"{tuple(queries.shape)} and keys {tuple(keys.shape)}")
     q, k = feature_map(queries), feature_map(keys)  # (..., n, d)
     if state is None:
-        S = q.new_zeros(*q.shape[:-2], q.shape[-1], values.shape[-1])  # (..., d, d_v)
+        M = q.new_zeros(*q.shape[:-2], q.shape[-1], values.shape[-1])  # (..., d, d_v)
         z = q.new_zeros(*q.shape[:-2], q.shape[-1])  # (..., d)
     else:
-        S, z = state
+        M, z = state
     outs = []
     for t in range(q.shape[-2]):
-        S = S + k[..., t, :, None] * values[..., t, None, :]  # (..., d, d_v): add phi(k_t) v_t^T
+        M = M + k[..., t, :, None] * values[..., t, None, :]  # (..., d, d_v): add phi(k_t) v_t^T
         z = z + k[..., t, :]  # (..., d)
-        num = (q[..., t, None, :] @ S).squeeze(-2)  # (..., d_v)
+        num = (q[..., t, None, :] @ M).squeeze(-2)  # (..., d_v)
         den = (q[..., t, :] * z).sum(-1, keepdim=True)  # (..., 1)
         outs.append(num / (den + eps))
-    return torch.stack(outs, dim=-2), (S, z)  # (..., n, d_v)
+    return torch.stack(outs, dim=-2), (M, z)  # (..., n, d_v)
 
 
 class KeyValueMemory(nn.Module):
     """One attention layer as an associative memory: reads ``pairs (batch, P, 2)`` of
     (key id, value id) and answers ``queries (batch, Q)`` of key ids with logits over the
     values, ``(batch, Q, num_values)``. ``kind`` ``"softmax"`` or ``"linear"`` picks the attention;
-    linear attention must squeeze all ``P`` pairs into a ``(num_hiddens, num_hiddens)`` state."""
+    linear attention must squeeze all ``P`` pairs into an ``(m, num_hiddens)`` state, ``m`` the
+    number of features ``feature_map`` makes of a ``num_hiddens`` vector (``elu + 1``: the same)."""
 
     def __init__(self, num_keys: int, num_values: int, num_hiddens: int = 16,
-                 kind: str = "softmax") -> None:
+                 kind: str = "softmax", feature_map=elu_feature_map) -> None:
         super().__init__()
         if kind not in ("softmax", "linear"):
             raise ValueError(f"kind must be 'softmax' or 'linear', got {kind!r}")
         for name, value in (("num_keys", num_keys), ("num_values", num_values),
                             ("num_hiddens", num_hiddens)):
             check_int(name, value)
+        if not callable(feature_map):
+            raise TypeError(f"feature_map must be a function of a tensor, got {type(feature_map).__name__}")
         self.num_keys, self.num_values, self.kind = num_keys, num_values, kind
+        self.feature_map = feature_map
         self.key_embedding = nn.Embedding(num_keys, num_hiddens)
         self.value_embedding = nn.Embedding(num_values, num_hiddens)
         self.W_q, self.W_k = nn.Linear(num_hiddens, num_hiddens), nn.Linear(num_hiddens, num_hiddens)
         self.out = nn.Linear(num_hiddens, num_values)
 
-    def forward(self, pairs: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+    def embed(self, pairs: torch.Tensor, queries: torch.Tensor):
+        """The read's queries ``(batch, Q, h)``, keys and values ``(batch, P, h)``: the key ids'
+        embeddings projected by ``W_q`` and ``W_k``, the value ids' embeddings as they are."""
         check_tensor("pairs", pairs, 3, "(batch, pairs, 2)")
         check_token_ids("pairs[..., 0]", pairs[..., 0], self.num_keys, module_device(self))
         check_token_ids("pairs[..., 1]", pairs[..., 1], self.num_values, module_device(self))
@@ -323,18 +369,34 @@ class KeyValueMemory(nn.Module):
         k = self.W_k(self.key_embedding(pairs[..., 0]))  # (batch, P, h)
         v = self.value_embedding(pairs[..., 1])  # (batch, P, h)
         q = self.W_q(self.key_embedding(queries))  # (batch, Q, h)
+        return q, k, v
+
+    def forward(self, pairs: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.embed(pairs, queries)  # (batch, Q, h), (batch, P, h), (batch, P, h)
         if self.kind == "softmax":
             read = F.scaled_dot_product_attention(q, k, v)  # (batch, Q, h)
         else:
-            read = linear_attention(q, k, v)  # (batch, Q, h), through a (h, h) state
+            read = linear_attention(q, k, v, feature_map=self.feature_map)  # through an (m, h) state
         return self.out(read)  # (batch, Q, num_values)
+
+    def weights(self, pairs: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+        """How much each query's read takes from each stored pair, ``(batch, Q, P)``, rows summing
+        to 1: ``softmax(q.k / sqrt(h))``, or ``phi(q).phi(k)`` over its sum for linear attention."""
+        q, k, _ = self.embed(pairs, queries)
+        if self.kind == "softmax":
+            return (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)  # (batch, Q, P)
+        kernel = self.feature_map(q) @ self.feature_map(k).transpose(-2, -1)  # (batch, Q, P)
+        return kernel / kernel.sum(-1, keepdim=True)
 
 
 def make_pair_recall_task(num_examples: int, num_pairs: int, num_queries: int, num_keys: int,
                           num_values: int, generator: torch.Generator | None = None):
-    """Multi-query associative recall (Arora et al., 2023), chapter 8's recall task without its
-    positional half: ``pairs (examples, num_pairs, 2)`` of distinct keys with random values,
-    ``queries (examples, num_queries)`` drawn from those keys, ``answers`` their values."""
+    """A simplified multi-query associative recall: ``pairs (examples, num_pairs, 2)`` of
+    distinct keys with random values, ``queries (examples, num_queries)`` drawn from those keys,
+    ``answers`` their values. Arora et al.'s (2023) MQAR writes each pair as two neighbouring
+    tokens, so a model must first bind every key to the token after it; here the pairs come
+    already bound (chapter 8's recall task without its positional half), and only the lookup
+    is left."""
     for name, value in (("num_examples", num_examples), ("num_pairs", num_pairs),
                         ("num_queries", num_queries), ("num_keys", num_keys),
                         ("num_values", num_values)):
@@ -351,21 +413,22 @@ def make_pair_recall_task(num_examples: int, num_pairs: int, num_queries: int, n
 
 # --- ALiBi: a distance penalty instead of position embeddings ----------------------------------
 
-def alibi_slopes(num_heads: int) -> torch.Tensor:
+def alibi_slopes(num_heads: int, device=None) -> torch.Tensor:
     """The head slopes of Press et al. (2022): the geometric sequence ``2^(-8/h), 2^(-16/h), ..``
-    ``(heads,)``; for a ``num_heads`` that is not a power of 2, the paper's interleaving."""
+    ``(heads,)``; for a ``num_heads`` that is not a power of 2, the paper's interleaving.
+    Computed on ``device``: no host-to-device copy (which would wait for the GPU) at every call."""
     check_int("num_heads", num_heads)
     p = 2 ** math.floor(math.log2(num_heads))  # the largest power of 2 <= num_heads
-    slopes = [2 ** (-8 * (i + 1) / p) for i in range(p)]
-    extra = [2 ** (-4 * (2 * i + 1) / p) for i in range(num_heads - p)]  # from the 2p sequence
-    return torch.tensor(slopes + extra)  # (heads,)
+    slopes = 2 ** (-8 * torch.arange(1, p + 1, device=device) / p)  # (p,)
+    extra = 2 ** (-4 * (2 * torch.arange(num_heads - p, device=device) + 1) / p)  # from the 2p sequence
+    return torch.cat((slopes, extra))  # (heads,)
 
 
 def alibi_bias(num_heads: int, num_queries: int, num_keys: int, device=None) -> torch.Tensor:
     """Additive causal score bias ``(heads, queries, keys)``: ``-slope_h * (i - j)`` for key
     ``j`` at or before query ``i`` (bottom-right aligned), ``-inf`` for later keys."""
     causal_mask(num_queries, num_keys)  # checks the counts: queries are the last keys
-    slopes = alibi_slopes(num_heads).to(device)  # (heads,)
+    slopes = alibi_slopes(num_heads, device)  # (heads,)
     pos_q = torch.arange(num_keys - num_queries, num_keys, device=device)  # (queries,)
     dist = (pos_q[:, None] - torch.arange(num_keys, device=device)).float()  # (queries, keys)
     bias = -slopes[:, None, None] * dist  # (heads, queries, keys)
@@ -428,11 +491,13 @@ def train_lm_variant(train: list[str], val: list[str], vocab, num_steps: int, se
 
 
 def train_memory(kind: str, num_pairs: int, num_steps: int = 200, num_keys: int = 64,
-                 num_values: int = 16, num_hiddens: int = 16, seed: int = 0) -> float:
+                 num_values: int = 16, num_hiddens: int = 16, seed: int = 0,
+                 feature_map=elu_feature_map) -> tuple[KeyValueMemory, float]:
     """Train a :class:`KeyValueMemory` on fresh :func:`make_pair_recall_task` batches (8
-    queries each); return its accuracy on 1,000 held-out examples."""
+    queries each); return it and its accuracy on 1,000 held-out examples (drawn with seed
+    ``seed + 1000``: :func:`memory_test_set`)."""
     torch.manual_seed(seed)
-    model = KeyValueMemory(num_keys, num_values, num_hiddens, kind)
+    model = KeyValueMemory(num_keys, num_values, num_hiddens, kind, feature_map)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     gen = torch.Generator().manual_seed(seed)
     for _ in range(num_steps):
@@ -441,10 +506,15 @@ def train_memory(kind: str, num_pairs: int, num_steps: int = 200, num_keys: int 
         opt.zero_grad()
         loss.backward()
         opt.step()
-    test = make_pair_recall_task(1000, num_pairs, 8, num_keys, num_values,
-                                 torch.Generator().manual_seed(seed + 1000))
+    pairs, queries, answers = memory_test_set(num_pairs, num_keys, num_values, seed)
     with torch.no_grad():
-        return (model(*test[:2]).argmax(-1) == test[2]).float().mean().item()
+        return model, (model(pairs, queries).argmax(-1) == answers).float().mean().item()
+
+
+def memory_test_set(num_pairs: int, num_keys: int = 64, num_values: int = 16, seed: int = 0):
+    """The 1,000 held-out examples (8 queries each) that :func:`train_memory` scores on."""
+    return make_pair_recall_task(1000, num_pairs, 8, num_keys, num_values,
+                                 torch.Generator().manual_seed(seed + 1000))
 
 
 def train_position_tagger(position: str, train_len: int, test_lens: tuple[int, ...],

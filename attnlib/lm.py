@@ -129,18 +129,11 @@ def _next_token(logits: torch.Tensor, temperature: float, top_k: int | None,
     return torch.multinomial(probs, 1, generator=generator)  # (batch, 1)
 
 
-@torch.no_grad()
-def sample(model: DecoderOnlyLM, prompt: torch.Tensor, num_new: int, temperature: float = 1.0,
-           top_k: int | None = None, generator: torch.Generator | None = None,
-           use_cache: bool = True, stop: int | None = None) -> torch.Tensor:
-    """Extend ``prompt (batch, steps)`` by up to ``num_new`` sampled tokens; return all ids.
-
-    The logits are divided by ``temperature`` (below 1: sharper, above 1: flatter; 0 picks the
-    arg-max), then only the ``top_k`` largest are kept. With ``use_cache`` each step feeds the
-    newest token alone and reuses every block's cached keys and values; without it each step
-    reruns the whole sequence. Both give the same tokens for the same ``generator`` state.
-    Generation stops early once every row has produced ``stop`` (rows that stopped keep it).
-    """
+def _check_sample_args(model, prompt, num_new, temperature, top_k, use_cache, stop) -> None:
+    """Every argument of :func:`sample` is what it says, or a clear error naming it (before any
+    token is generated): a :class:`DecoderOnlyLM`, ids of its vocabulary on its device, a
+    temperature >= 0, a positive ``top_k``, a ``stop`` id of the vocabulary, and a prompt plus
+    ``num_new`` tokens that fit ``max_len``."""
     if not isinstance(model, DecoderOnlyLM):
         raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
     check_token_ids("prompt", prompt, model.vocab_size, module_device(model))
@@ -158,14 +151,29 @@ def sample(model: DecoderOnlyLM, prompt: torch.Tensor, num_new: int, temperature
     if prompt.shape[1] + num_new > model.max_len:
         raise ValueError(f"prompt of {prompt.shape[1]} tokens + num_new={num_new} exceeds the "
                          f"model's max_len={model.max_len}")
+
+
+@torch.no_grad()
+def sample(model: DecoderOnlyLM, prompt: torch.Tensor, num_new: int, temperature: float = 1.0,
+           top_k: int | None = None, generator: torch.Generator | None = None,
+           use_cache: bool = True, stop: int | None = None) -> torch.Tensor:
+    """Extend ``prompt (batch, steps)`` by up to ``num_new`` sampled tokens; return all ids.
+
+    The logits are divided by ``temperature`` (below 1: sharper, above 1: flatter; 0 picks the
+    arg-max), then only the ``top_k`` largest are kept. With ``use_cache`` each step feeds the
+    newest token alone and reuses every block's cached keys and values; without it each step
+    reruns the whole sequence. Both give the same tokens for the same ``generator`` state.
+    Generation stops early once every row has produced ``stop`` (rows that stopped keep it).
+    """
+    _check_sample_args(model, prompt, num_new, temperature, top_k, use_cache, stop)
     model.eval()
     ys = prompt
     caches = model.init_caches() if use_cache else None
     logits = model(ys, caches)[:, -1]  # (batch, vocab): the prompt, once
-    done = torch.zeros(ys.shape[0], 1, dtype=torch.bool, device=ys.device)
+    done = torch.zeros(ys.shape[0], 1, dtype=torch.bool, device=ys.device)  # (batch, 1): stopped
     for _ in range(num_new):
         nxt = _next_token(logits, temperature, top_k, generator)  # (batch, 1)
-        if stop is not None:
+        if stop is not None:  # a row that has stopped keeps emitting stop
             nxt = nxt.masked_fill(done, stop)
             done = done | (nxt == stop)
         ys = torch.cat([ys, nxt], dim=1)  # (batch, steps + 1)

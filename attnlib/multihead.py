@@ -1,13 +1,16 @@
 """Chapter 5: multi-head attention.
 
-``h`` heads each attend in their own learned subspace of size
-``num_hiddens / h``; their outputs are concatenated and mixed by ``W_o``::
+``h`` heads each attend in their own learned subspace of size ``head_dim = num_hiddens / h``;
+their outputs are concatenated and mixed by ``W_o``. In the chapter's notation, heads counted
+from 1::
 
-    head_i = Attention(Q W_q^i, K W_k^i, V W_v^i)
-    MultiHead(Q, K, V) = concat(head_1, ..., head_h) W_o
+    h_i = f(W_q^(i) q, W_k^(i) k, W_v^(i) v),    i = 1, ..., h
+    MultiHead(q, k, v) = W_o [h_1; ...; h_h]
 
-All heads run as one batched computation: one projection produces every
-head's features, and a reshape moves the heads into a batch dimension.
+All heads run as one batched computation: one projection produces every head's features, and a
+reshape moves the heads into a batch dimension. Head ``i`` owns rows ``(i-1)*head_dim`` to
+``i*head_dim - 1`` of ``W_q.weight`` (and of ``W_k.weight`` and ``W_v.weight`` unless key/value
+heads are shared, ``num_kv_heads < num_heads``) and the same columns of ``W_o.weight``.
 """
 from __future__ import annotations
 

@@ -47,6 +47,10 @@ def _constant(u):
 KERNELS = {"gaussian": _gaussian, "boxcar": _boxcar,
            "epanechnikov": _epanechnikov, "constant": _constant}
 
+#: Kernels whose weights do not change as the width moves a little (the boxcar's only jump when a
+#: key crosses the window's edge; the constant kernel's never change): no gradient to learn from.
+_FLAT_IN_WIDTH = ("boxcar", "constant")
+
 
 def kernel_weights(queries, keys, kernel: str = "gaussian", width=1.0):
     """Nadaraya-Watson weights ``(n_queries, n_keys)``; each row sums to 1 (or is all 0).
@@ -130,7 +134,9 @@ class NWKernelRegression(AttentionModule):
     training set-up). Returns predictions ``(n,)``.
 
     The learned form follows d2l: a parameter ``w`` scales the distance, so the
-    width is ``1 / |w|``.
+    width is ``1 / |w|``. Only the Gaussian and Epanechnikov kernels can learn it:
+    the boxcar's and the constant kernel's weights are flat in the width, so
+    gradient descent would get no gradient (a ``ValueError`` says so up front).
     """
 
     def __init__(self, kernel: str = "gaussian", width: float = 1.0, learnable: bool = False):
@@ -139,6 +145,11 @@ class NWKernelRegression(AttentionModule):
             raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
         check_positive("width", width)
         check_bool("learnable", learnable)
+        if learnable and kernel in _FLAT_IN_WIDTH:
+            raise ValueError(f"kernel {kernel!r} cannot have a learnable width: its weights are "
+                             "piecewise constant in the width, so the loss has no gradient with "
+                             "respect to it; use 'gaussian' or 'epanechnikov', or pick the width "
+                             "with loo_cv_mse")
         self.kernel = kernel
         w = torch.tensor([1.0 / width])
         self.w = nn.Parameter(w) if learnable else None

@@ -56,7 +56,7 @@ def offset_rotation(offset: int, num_hiddens: int, dtype: torch.dtype = torch.fl
         [cos((p+k) w)] = [-sin(k w)  cos(k w)] [cos(p w)]
 
     so ``M_k`` is block diagonal. This is why a linear layer can learn to attend
-    "k positions back". ``offset`` may be negative; ``num_hiddens`` must be even.
+    "k positions away". ``offset`` may be negative; ``num_hiddens`` must be even.
     Computed in float64, returned as ``dtype``.
     """
     if not isinstance(offset, int) or isinstance(offset, bool):
@@ -107,8 +107,10 @@ class _AbsolutePosition(nn.Module):
 class PositionalEncoding(_AbsolutePosition):
     """Sinusoidal positional encoding (Vaswani et al.), d2l's interface.
 
-    A fixed table, so it extends to any length up to ``max_len`` with nothing
-    to learn, and the encoding of ``p + k`` is a rotation of that of ``p``.
+    A fixed table, so every position up to ``max_len`` has an encoding with nothing to
+    learn, and the encoding of ``p + k`` is a rotation of that of ``p``. Having an
+    encoding is not generalising to it: models trained on short sequences degrade on
+    longer ones (Press et al., 2022). Inputs past ``max_len`` raise a ``ValueError``.
     """
 
     def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000) -> None:
@@ -121,7 +123,8 @@ class PositionalEncoding(_AbsolutePosition):
 
 
 class LearnedPositionalEmbedding(_AbsolutePosition):
-    """One trained vector per position (BERT, GPT): flexible, but blind past ``max_len``."""
+    """One trained vector per position (BERT, GPT): flexible, but none exists past ``max_len``
+    (a ``ValueError``), and positions rarely seen in training keep poorly trained vectors."""
 
     def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000) -> None:
         super().__init__(num_hiddens, dropout, max_len)
@@ -135,9 +138,10 @@ class RotaryEmbedding(nn.Module):
     """Rotary position embedding, RoPE (Su et al.).
 
     Rotates each pair of features ``(x_2j, x_2j+1)`` of a query or key at
-    position ``p`` by the angle ``p * theta_j``. A dot product of two rotated
-    vectors then depends on their offset only, so attention scores become
-    relative. Apply it to queries and keys, not values.
+    position ``p`` by the angle ``p * theta_j``. The dot product of a rotated query
+    at ``m`` and a rotated key at ``n`` then depends on the two vectors and on their
+    positions only through ``m - n``: the scores see relative, not absolute, positions.
+    Apply it to queries and keys, not values.
     """
 
     def __init__(self, dim: int, base: float = 10000.0, max_len: int = 4096) -> None:

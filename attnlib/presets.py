@@ -12,8 +12,11 @@ Every model sees the same data (:data:`DATA_DEFAULTS`), so their scores compare.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
+import io
 import os
+import tokenize
 from dataclasses import asdict
 from pathlib import Path
 
@@ -34,19 +37,19 @@ from .transformer import TransformerDecoder, TransformerEncoder
 DATA_DEFAULTS = dict(batch_size=128, num_steps=24, num_pairs=6000, min_freq=1, seed=0)
 
 #: With one GRU layer ``dropout`` acts only on the attention weights (a GRU drops out between its
-#: layers, and there is no second one).
-_RNN = dict(embed_size=32, num_hiddens=64, num_layers=1, dropout=0.1)
+#: layers, and there is no second one). The encoder reads one way, as Sutskever et al.'s and Luong
+#: et al.'s do; ``bidirectional=True`` is Bahdanau et al.'s.
+_RNN = dict(embed_size=32, num_hiddens=64, num_layers=1, dropout=0.1, bidirectional=False)
 
 #: Sutskever-style baseline: the decoder sees the source through one fixed vector.
 NO_ATTENTION_DEFAULTS = dict(_RNN, num_epochs=12, lr=0.005)
 #: Bahdanau et al.: bidirectional encoder, additive attention with the previous state. No dropout
 #: on the attention weights: dropping a weight hides that source word from the step, so the model
-#: learns to spread its attention over the neighbouring annotations (which overlap, being
-#: bidirectional). Seeds 0-2 as in ``make quality``: alignment accuracy 76.8 +- 1.2 % with
-#: ``dropout=0.1`` (BLEU 92.8), 85.8 +- 3.6 % with 0 (BLEU 93.6).
+#: learns to spread its attention over the neighbouring annotations. ``make quality`` measures both
+#: settings over three seeds (``scripts/quality.py --what dropout``; ``results/quality.md``).
 BAHDANAU_DEFAULTS = dict(_RNN, dropout=0.0, bidirectional=True, num_epochs=12, lr=0.005)
 #: Luong et al.: attention after the GRU step, dot or general score. Here the dropout on the
-#: weights regularises: without it the general score falls to 52-65 BLEU (``make quality``).
+#: weights regularises (the same ablation measures it).
 LUONG_DOT_DEFAULTS = dict(_RNN, score="dot", num_epochs=15, lr=0.005)
 LUONG_GENERAL_DEFAULTS = dict(_RNN, score="general", num_epochs=15, lr=0.005)
 #: The Transformer (post-LN as in the paper), and its pre-LN variant.
@@ -97,7 +100,7 @@ def build_model(name: str, data, **overrides) -> EncoderDecoder:
         return EncoderDecoder(TransformerEncoder(src_v, *args, pre_norm=p["pre_norm"]),
                               TransformerDecoder(tgt_v, *args, pre_norm=p["pre_norm"]))
     sizes = [p[k] for k in ("embed_size", "num_hiddens", "num_layers", "dropout")]
-    encoder = Seq2SeqEncoder(src_v, *sizes, bidirectional=p.get("bidirectional", False))
+    encoder = Seq2SeqEncoder(src_v, *sizes, bidirectional=p["bidirectional"])
     if name == "no_attention":
         decoder = Seq2SeqDecoder(tgt_v, *sizes)
     elif name == "bahdanau":
@@ -114,11 +117,12 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
     The same call always gives the same model, so it is trained once and then loaded
     (``history.cached`` is then True):
 
-    * ``pretrained``: on the CPU, the weights that ship with attnlib (:data:`PRETRAINED_DIR`,
-      written by ``make models`` with this very call) when they were made from the same
-      :func:`recipe`: preset, settings, data and the code of the modules involved. The Transformer
-      takes about a minute to train on two CPU cores, and chapters 5 and 7 study it; on a GPU it
-      trains in seconds, so there it always trains.
+    * ``pretrained``: the weights that ship with attnlib (:data:`PRETRAINED_DIR`, written by
+      ``make models`` with this very call on the CPU) when they were made from the same
+      :func:`recipe`: preset, settings, data and the code of the modules involved. Chapters 5 and
+      7 study this very model, so they load it on every device: the Transformer takes about a
+      minute to train on two CPU cores (seconds on a GPU), and a model trained on another float
+      path is another model, whose heads and numbers are not the ones the chapters describe.
     * ``cache``: the weights and the :class:`~attnlib.training.History` are saved under
       :func:`cache_dir`, and the next call with the same preset, settings, data, device type,
       torch and attnlib loads them. A file saved by another version of attnlib's code can never
@@ -137,7 +141,7 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
     source = _source_hash()
     path = cache_dir() / f"{name}-{source}-{fingerprint}.pt"
     shipped = pretrained_path(name, data, **overrides)
-    shipped_ok = pretrained and device.type == "cpu" and shipped.exists()
+    shipped_ok = pretrained and shipped.exists()
     for saved_path, use in ((shipped, shipped_ok), (path, cache and path.exists())):
         if use:
             try:
@@ -187,19 +191,43 @@ TRAINING_CODE = ("_checks", "data", "device", "multihead", "positional", "preset
                  "scoring", "seq2seq", "training", "transformer")
 
 
+def _code_only(path: Path) -> bytes:
+    """The source of ``path`` without its comments, docstrings, blank lines and line-end spaces:
+    what training runs, so that an edited comment or docstring leaves the shipped weights current.
+
+    Spans come from ``ast`` (docstrings) and ``tokenize`` (comments), whose positions every Python
+    version reports alike; line endings are normalised, so a Windows checkout hashes the same."""
+    source = path.read_text(encoding="utf-8").replace("\r\n", "\n")
+    lines = [line.encode() for line in source.split("\n")]  # ast's columns count UTF-8 bytes
+    spans = []  # (first line, first byte, last line, end byte), lines counted from 1
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            doc = body[0]
+            spans.append((doc.lineno, doc.col_offset, doc.end_lineno, doc.end_col_offset))
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            (row, col), (end_row, end_col) = tok.start, tok.end
+            text = source.split("\n")[row - 1]
+            spans.append((row, len(text[:col].encode()), end_row, len(text[:end_col].encode())))
+    for first, start, last, end in sorted(spans, reverse=True):  # from the end: earlier spans stay put
+        lines[first - 1:last] = [lines[first - 1][:start] + lines[last - 1][end:]]
+    return b"\n".join(line.rstrip() for line in lines if line.strip())
+
+
 def recipe(name: str, data, **overrides) -> dict:
     """What the trained weights of preset ``name`` on ``data`` follow from, as text that every
     machine computes alike: the preset and its settings, a hash of the data, and a hash of the
-    code of each module in :data:`TRAINING_CODE`.
+    code of each module in :data:`TRAINING_CODE` (its comments and docstrings left out).
 
     Two machines that share a recipe train models of the same quality, not the same bits: a
     minute of training on another CPU takes other floating-point paths (docs/reproducibility.md).
     """
     settings = _preset(name, overrides)
-    code = {}
-    for module in TRAINING_CODE:  # line endings normalised: a Windows checkout hashes alike
-        text = (Path(__file__).parent / f"{module}.py").read_bytes().replace(b"\r\n", b"\n")
-        code[f"attnlib/{module}.py"] = hashlib.sha256(text).hexdigest()[:16]
+    code = {f"attnlib/{module}.py": hashlib.sha256(_code_only(Path(__file__).parent / f"{module}.py"))
+            .hexdigest()[:16] for module in TRAINING_CODE}
     return {"preset": name, "settings": dict(sorted(settings.items())),
             "data": _fingerprint(name, data, torch.device("cpu"), overrides, False), "code": code}
 

@@ -451,8 +451,11 @@ class HardAttention(DotAttention):
             choice = soft.argmax(dim=-1)  # (batch, queries)
         else:
             flat = soft.reshape(-1, soft.shape[-1])  # (batch * queries, keys)
+            # multinomial refuses a row of zeros: a query that sees no key draws from equal
+            # weights instead, and the mask below turns its pick back into nothing
             safe = torch.where(flat.sum(-1, keepdim=True) > 0, flat, torch.ones_like(flat))
-            choice = torch.multinomial(safe, 1, generator=self.generator).view(soft.shape[:-1])
+            choice = torch.multinomial(safe, 1, generator=self.generator)  # (batch * queries, 1)
+            choice = choice.view(soft.shape[:-1])  # (batch, queries)
         weights = F.one_hot(choice, soft.shape[-1]).to(soft.dtype)  # (batch, queries, keys)
         if mask is not None:
             weights = weights * mask  # a fully masked row picks nothing

@@ -12,12 +12,15 @@ positional encoding is added. This module holds the chapter's experiment:
   choice of position information (none, sinusoidal, learned, RoPE);
 * :func:`blind_reversal_ceiling` is the best accuracy *any* position-blind
   model can reach on reversal, so "no better than chance" has a number;
+* :func:`fit_tagger` builds and trains one tagger from a seed, and can measure
+  its learning curve (test accuracy every few steps) on the way;
 * :func:`peak_memory` measures the tensor memory a call allocates at its
   peak, on any device, for the complexity benchmark.
 """
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -121,13 +124,19 @@ class SelfAttentionTagger(nn.Module):
 
 def train_tagger(model: SelfAttentionTagger, task: str, seq_len: int, vocab_size: int,
                  num_steps: int = 300, batch_size: int = 128, lr: float = 3e-3,
-                 seed: int = 0, device: torch.device | str = "cpu") -> list[float]:
-    """Train on fresh random batches (no example is seen twice); returns the loss per step."""
+                 seed: int = 0, device: torch.device | str = "cpu",
+                 on_step: Callable[[int], None] | None = None) -> list[float]:
+    """Train on fresh random batches (no example is seen twice); returns the loss per step.
+
+    ``on_step(steps_done)``, if given, is called after every step (to measure the model as it
+    learns); it may put the model in evaluation mode, since each step sets training mode again.
+    """
     gen = torch.Generator().manual_seed(seed)
-    model.to(device).train()
+    model.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
-    for _ in range(num_steps):
+    for step in range(1, num_steps + 1):
+        model.train()
         X, Y = make_order_task(task, batch_size, seq_len, vocab_size, gen)
         X, Y = X.to(device), Y.to(device)
         logits = model(X)  # (batch, n, classes)
@@ -136,17 +145,47 @@ def train_tagger(model: SelfAttentionTagger, task: str, seq_len: int, vocab_size
         loss.backward()
         opt.step()
         losses.append(loss.item())
+        if on_step is not None:
+            on_step(step)
     return losses
 
 
 def fit_tagger(task: str, seq_len: int, vocab_size: int, position: str | None = None,
-               num_steps: int = 300, seed: int = 0, device: torch.device | str = "cpu"):
+               num_steps: int = 300, seed: int = 0, device: torch.device | str = "cpu",
+               test_set: tuple[torch.Tensor, torch.Tensor] | None = None,
+               eval_every: int = 50) -> tuple[SelfAttentionTagger, list[float], dict[int, float]]:
     """A :class:`SelfAttentionTagger` for ``task`` built with seed ``seed`` and trained by
-    :func:`train_tagger`; returns ``(model, losses)``. A function of this module, so that
-    :func:`attnlib.training.run_side_by_side` can train several at once."""
+    :func:`train_tagger`; returns ``(model, losses, curve)``.
+
+    ``curve`` is the learning curve: ``{steps: accuracy on test_set}`` before training and after
+    every ``eval_every`` steps (and after the last), or ``{}`` without ``test_set`` (``X, Y`` from
+    :func:`make_order_task`). Measuring does not change the training: the model after ``k`` steps
+    is the one a run of ``num_steps=k`` returns. A function of this module, so that
+    :func:`attnlib.training.run_side_by_side` can train several at once.
+    """
+    if not isinstance(eval_every, int) or isinstance(eval_every, bool) or eval_every < 1:
+        raise ValueError(f"eval_every must be a positive int (steps between measurements), "
+                         f"got {eval_every!r}")
+    if test_set is not None:
+        if not (isinstance(test_set, (tuple, list)) and len(test_set) == 2
+                and all(isinstance(t, torch.Tensor) for t in test_set)):
+            raise TypeError("test_set must be a pair of tensors (X, Y) as make_order_task returns, "
+                            f"got {type(test_set).__name__}")
+        if test_set[0].shape != test_set[1].shape or test_set[0].dim() != 2:
+            raise ValueError(f"test_set must be X, Y of one shape (examples, seq_len), got "
+                             f"{tuple(test_set[0].shape)} and {tuple(test_set[1].shape)}")
     torch.manual_seed(seed)
     model = SelfAttentionTagger(vocab_size, num_classes(task, seq_len, vocab_size), position=position)
-    return model, train_tagger(model, task, seq_len, vocab_size, num_steps, seed=seed, device=device)
+    curve: dict[int, float] = {}
+
+    def measure(step: int) -> None:
+        if test_set is not None and (step % eval_every == 0 or step == num_steps):
+            curve[step] = tagger_accuracy(model, *test_set)
+
+    measure(0)
+    losses = train_tagger(model, task, seq_len, vocab_size, num_steps, seed=seed, device=device,
+                          on_step=measure)
+    return model, losses, curve
 
 
 @torch.no_grad()
@@ -192,7 +231,10 @@ def peak_memory(fn, *args, **kwargs) -> tuple[int, object]:
 
     Device-independent: it counts the storages that PyTorch operators return
     while they are alive (inputs and parameters, allocated before, are not
-    counted; a kernel's private scratch space is not visible either).
+    counted). A kernel's private scratch space is not visible: for a fused
+    kernel, a single operator, the count is what it returns (for
+    ``F.scaled_dot_product_attention`` on a CPU, its output and one log-sum-exp
+    per query), not the blocks of scores it works on inside.
     """
     tracker = _PeakMemory()
     with tracker:

@@ -87,6 +87,14 @@ def check_sizes(dropout: float = 0.0, **sizes) -> None:
     check_probability("dropout", dropout)
 
 
+def check_encoder_sizes(dropout: float, bidirectional: bool, **sizes) -> None:
+    """:func:`check_sizes`, and an even ``num_hiddens`` when two directions share it."""
+    check_sizes(dropout, **sizes)
+    if bidirectional and sizes["num_hiddens"] % 2:
+        raise ValueError(f"a bidirectional encoder splits num_hiddens between two directions, "
+                         f"so it must be even, got {sizes['num_hiddens']}")
+
+
 def unpack_encoder_outputs(enc_all_outputs) -> tuple[torch.Tensor, torch.Tensor]:
     """A :class:`Seq2SeqEncoder`'s ``(outputs (steps, batch, h), state (layers, batch, h))``."""
     if not (isinstance(enc_all_outputs, (tuple, list)) and len(enc_all_outputs) == 2):
@@ -131,6 +139,19 @@ class Encoder(nn.Module):
     def forward(self, X, *args):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def host_lengths(self, valid_lens, X) -> torch.Tensor:
+        """``valid_lens (batch,)`` checked against ``X (batch, steps)`` and copied to the CPU as
+        int64, where packing an RNN's input needs it (on a GPU, the encoder's one host-device
+        copy). A GRU cannot read zero tokens: every length must be in ``1..steps``."""
+        b, n = X.shape
+        check_tensor("valid_lens", valid_lens, 1, f"(batch,) = ({b},)")
+        if valid_lens.shape[0] != b:
+            raise ValueError(f"valid_lens has shape {tuple(valid_lens.shape)}; expected ({b},)")
+        check_device("valid_lens", valid_lens, X.device, "X")
+        lengths = valid_lens.detach().cpu()
+        check_lengths("valid_lens", lengths, 1, n)
+        return lengths.to(torch.int64)
+
 
 class Decoder(nn.Module):
     """Base decoder: ``init_state``, ``forward(X, state) -> (logits, state)``, ``reorder_state``.
@@ -159,6 +180,27 @@ class Decoder(nn.Module):
         if X.shape[0] != batch_size:
             raise ValueError(f"X has batch size {X.shape[0]}, but the state was built for batch "
                              f"size {batch_size}: call init_state for this batch")
+
+
+class GRUDecoder(Decoder):
+    """What the GRU decoders share: their state is the list named by ``state_names``, whose
+    first entry is what the decoder reads of the source and whose second is the GRU's ``hidden
+    (num_layers, batch, num_hiddens)``; :meth:`checked` validates it, so that each decoder's
+    own methods can be read as the computation they are."""
+
+    state_names: tuple[str, ...]
+    rnn: nn.GRU
+
+    def checked(self, state, X=None, rows=None):
+        """``state`` itself, once it is known to fit this decoder (:func:`check_gru_state`), ``X``
+        (if given) to hold ids of its vocabulary with one row per state row, and ``rows`` (if given)
+        to be a valid index of the state's batch rows; otherwise a clear error."""
+        check_gru_state(self, state, self.state_names)
+        if X is not None:
+            self.check_input(X, state[1].shape[1])
+        if rows is not None:
+            check_rows(rows, state[1].shape[1])
+        return state
 
 
 class EncoderDecoder(nn.Module):
@@ -219,14 +261,11 @@ class Seq2SeqEncoder(Encoder):
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int,
                  dropout: float = 0.0, bidirectional: bool = False) -> None:
         super().__init__()
-        check_sizes(dropout, vocab_size=vocab_size, embed_size=embed_size, num_hiddens=num_hiddens,
-                    num_layers=num_layers)
-        if bidirectional and num_hiddens % 2:
-            raise ValueError(f"a bidirectional encoder splits num_hiddens between two directions, "
-                             f"so it must be even, got {num_hiddens}")
+        check_encoder_sizes(dropout, bidirectional, vocab_size=vocab_size, embed_size=embed_size,
+                            num_hiddens=num_hiddens, num_layers=num_layers)
         self.vocab_size, self.num_hiddens, self.bidirectional = vocab_size, num_hiddens, bidirectional
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        per_direction = num_hiddens // 2 if bidirectional else num_hiddens
+        per_direction = num_hiddens // 2 if bidirectional else num_hiddens  # two directions share it
         self.rnn = nn.GRU(embed_size, per_direction, num_layers, dropout=_between(dropout, num_layers),
                           bidirectional=bidirectional)
         self.apply(init_seq2seq)
@@ -234,9 +273,9 @@ class Seq2SeqEncoder(Encoder):
     def forward(self, X, valid_lens=None, *args):
         check_token_ids("X", X, self.vocab_size, self.embedding.weight.device)
         embs = self.embedding(X.t())  # (steps, batch, embed_size)
-        if valid_lens is None:
+        if valid_lens is None:  # every position is read, padding too (d2l)
             outputs, state = self.rnn(embs)  # (steps, batch, num_hiddens), (layers * dirs, batch, h)
-        else:
+        else:  # a packed sequence: each sentence's GRU stops at its last real token
             lengths = self.host_lengths(valid_lens, X)  # (batch,) int64 on the CPU
             packed = nn.utils.rnn.pack_padded_sequence(embs, lengths, enforce_sorted=False)
             outputs, state = self.rnn(packed)
@@ -246,20 +285,8 @@ class Seq2SeqEncoder(Encoder):
             state = torch.cat((state[:, 0], state[:, 1]), dim=-1)  # (layers, batch, num_hiddens)
         return outputs, state
 
-    def host_lengths(self, valid_lens, X) -> torch.Tensor:
-        """Check ``valid_lens`` and copy it to the CPU, where packing needs it (on a GPU this is
-        the encoder's one host-device copy). A GRU cannot read zero tokens: lengths are >= 1."""
-        b, n = X.shape
-        check_tensor("valid_lens", valid_lens, 1, f"(batch,) = ({b},)")
-        if valid_lens.shape[0] != b:
-            raise ValueError(f"valid_lens has shape {tuple(valid_lens.shape)}; expected ({b},)")
-        check_device("valid_lens", valid_lens, X.device, "X")
-        lengths = valid_lens.detach().cpu()
-        check_lengths("valid_lens", lengths, 1, n)
-        return lengths.to(torch.int64)
 
-
-class Seq2SeqDecoder(Decoder):
+class Seq2SeqDecoder(GRUDecoder):
     """The baseline without attention (Sutskever et al., d2l's ``Seq2SeqDecoder``).
 
     The whole source reaches the decoder through one vector, the encoder's final
@@ -284,28 +311,23 @@ class Seq2SeqDecoder(Decoder):
     state_names = ("context", "hidden")
 
     def init_state(self, enc_all_outputs, *args):
-        _, hidden = unpack_encoder_outputs(enc_all_outputs)
-        state = [hidden[-1], hidden]  # (batch, num_hiddens), (layers, batch, num_hiddens)
-        check_gru_state(self, state, self.state_names)
-        return state
+        _, hidden = unpack_encoder_outputs(enc_all_outputs)  # (layers, batch, num_hiddens)
+        return self.checked([hidden[-1], hidden])  # the context c: the top layer's final state
 
     def forward(self, X, state):
-        check_gru_state(self, state, self.state_names)
-        context, hidden = state
-        self.check_input(X, hidden.shape[1])
+        context, hidden = self.checked(state, X)  # (batch, h), (layers, batch, h)
         embs = self.embedding(X.t())  # (steps, batch, embed_size)
-        context = context.expand(embs.shape[0], -1, -1)  # (steps, batch, num_hiddens)
-        outputs, hidden = self.rnn(torch.cat((embs, context), -1), hidden)  # (steps, batch, h)
+        every_step = context.expand(embs.shape[0], -1, -1)  # (steps, batch, h): the same c each step
+        outputs, hidden = self.rnn(torch.cat((embs, every_step), -1), hidden)  # (steps, batch, h)
         logits = self.dense(outputs).transpose(0, 1)  # (batch, steps, vocab)
-        return logits, [state[0], hidden]
+        return logits, [context, hidden]
 
     def reorder_state(self, state, index):
-        check_gru_state(self, state, self.state_names)
-        check_rows(index, state[1].shape[1])
-        return [state[0][index], state[1][:, index]]
+        context, hidden = self.checked(state, rows=index)
+        return [context[index], hidden[:, index]]  # batch rows `index` (beam search)
 
 
-class Seq2SeqAttentionDecoder(Decoder):
+class Seq2SeqAttentionDecoder(GRUDecoder):
     """Bahdanau et al.'s decoder: additive attention before every GRU step.
 
     At step t the query is the previous top-layer state ``s_{t-1}``; keys and values
@@ -335,41 +357,36 @@ class Seq2SeqAttentionDecoder(Decoder):
     state_names = ("enc_outputs", "hidden", "enc_valid_lens")
 
     def init_state(self, enc_all_outputs, enc_valid_lens=None):
-        outputs, hidden = unpack_encoder_outputs(enc_all_outputs)
-        state = [outputs.transpose(0, 1), hidden, enc_valid_lens]  # batch first for attention
-        check_gru_state(self, state, self.state_names)
-        return state
+        outputs, hidden = unpack_encoder_outputs(enc_all_outputs)  # (src, batch, h), (layers, batch, h)
+        state = [outputs.transpose(0, 1), hidden, enc_valid_lens]  # enc_outputs (batch, src, h)
+        return self.checked(state)
 
     def forward(self, X, state):
-        check_gru_state(self, state, self.state_names)
-        enc_outputs, hidden, enc_valid_lens = state
-        self.check_input(X, enc_outputs.shape[0])
+        enc_outputs, hidden, enc_valid_lens = self.checked(state, X)
         embs = self.embedding(X.t())  # (steps, batch, embed_size)
         att = self.attention
         keys = att.W_k(enc_outputs).unsqueeze(1)  # (batch, 1, src_steps, h): once, not per step
         mask = make_mask(enc_valid_lens, X.shape[0], 1, enc_outputs.shape[1], X.device)  # (batch, 1, src)
         outputs = []
-        for x in embs:  # x: (batch, embed_size)
-            query = att.W_q(hidden[-1]).unsqueeze(1).unsqueeze(2)  # (batch, 1, 1, h)
-            scores = att.w_v(torch.tanh(query + keys)).squeeze(-1)  # (batch, 1, src_steps)
-            context = att.attend(scores, mask, enc_outputs)  # (batch, 1, num_hiddens)
+        for x in embs:  # x: (batch, embed_size), the embedding of y_{t-1}
+            query = att.W_q(hidden[-1]).unsqueeze(1).unsqueeze(2)  # (batch, 1, 1, h): W_s s_{t-1}
+            scores = att.w_v(torch.tanh(query + keys)).squeeze(-1)  # (batch, 1, src_steps): e_{t,i}
+            context = att.attend(scores, mask, enc_outputs)  # (batch, 1, num_hiddens): c_t
             x = torch.cat((context.squeeze(1), x), dim=-1)  # (batch, num_hiddens + embed_size)
-            out, hidden = self.rnn(x.unsqueeze(0), hidden)  # (1, batch, num_hiddens)
+            out, hidden = self.rnn(x.unsqueeze(0), hidden)  # (1, batch, num_hiddens): s_t
             outputs.append(out)
         logits = self.dense(torch.cat(outputs, 0)).transpose(0, 1)  # (batch, steps, vocab)
         return logits, [enc_outputs, hidden, enc_valid_lens]
 
     def reorder_state(self, state, index):
-        check_gru_state(self, state, self.state_names)
-        check_rows(index, state[1].shape[1])
-        enc_outputs, hidden, lens = state
+        enc_outputs, hidden, lens = self.checked(state, rows=index)
         return [enc_outputs[index], hidden[:, index], None if lens is None else lens[index]]
 
     def cross_attentions(self):
         return [self.attention]
 
 
-class LuongAttentionDecoder(Decoder):
+class LuongAttentionDecoder(GRUDecoder):
     """Luong et al.'s global attention: attend after the GRU step, with its new state.
 
     ``h_t = GRU(embed(y_{t-1}), h_{t-1})``; the top layer's ``h_t`` scores the encoder
@@ -406,11 +423,9 @@ class LuongAttentionDecoder(Decoder):
     cross_attentions = Seq2SeqAttentionDecoder.cross_attentions
 
     def forward(self, X, state):
-        check_gru_state(self, state, self.state_names)
-        enc_outputs, hidden, enc_valid_lens = state
-        self.check_input(X, enc_outputs.shape[0])
+        enc_outputs, hidden, enc_valid_lens = self.checked(state, X)
         embs = self.embedding(X.t())  # (steps, batch, embed_size)
-        outputs, hidden = self.rnn(embs, hidden)  # (steps, batch, num_hiddens)
+        outputs, hidden = self.rnn(embs, hidden)  # (steps, batch, num_hiddens): every h_t at once
         queries = outputs.transpose(0, 1)  # (batch, steps, num_hiddens)
         context = self.attention(queries, enc_outputs, enc_outputs, enc_valid_lens)  # (batch, steps, h)
         attentional = torch.tanh(self.W_c(torch.cat((context, queries), -1)))  # (batch, steps, h)

@@ -213,9 +213,12 @@ def run_side_by_side(fn, jobs, device=None, workers: int | None = None) -> list:
     if workers <= 1:
         return [fn(**job) for job in jobs]
     # On Linux a forked worker starts at once, with torch imported; it computes on one thread, as
-    # DataLoader's forked workers do, which keeps it clear of the parent's thread pool. Elsewhere
-    # fork is unsafe, and a spawned worker imports torch first (a few seconds).
-    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    # DataLoader's forked workers do, which keeps it clear of the parent's thread pool. Elsewhere,
+    # and once this process has used CUDA (autograd then runs threads a forked child cannot
+    # inherit: "Unable to handle autograd's threading in combination with fork-based
+    # multiprocessing"), a spawned worker imports torch first (a few seconds).
+    fork = sys.platform == "linux" and not torch.cuda.is_initialized()
+    context = multiprocessing.get_context("fork" if fork else "spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=torch.set_num_threads,
                              initargs=(1,)) as pool:
         futures = [pool.submit(fn, **job) for job in jobs]

@@ -128,22 +128,16 @@ class ViT(nn.Module):
         return self.head(X[:, 0])  # (batch, num_classes)
 
 
-def attention_rollout(attentions: list[torch.Tensor], residual: bool = True) -> torch.Tensor:
-    """Attention rollout (Abnar & Zuidema, 2020) through a stack of self-attention layers.
-
-    ``attentions``: one ``(batch, heads, n, n)`` tensor per layer, first layer first. Heads
-    are averaged; with ``residual`` the identity (the skip connection) is added and rows are
-    renormalised, ``A = (W + I) / 2``; the layers are then multiplied,
-    ``R = A_L ... A_2 A_1``. Returns ``R (batch, n, n)``: row ``i`` says how much of each input
-    token reaches output token ``i``; every row sums to 1.
-    """
+def _check_attentions(attentions, residual) -> None:
+    """:func:`attention_rollout`'s arguments, or a clear error naming the one at fault: a
+    non-empty list of floating-point ``(batch, heads >= 1, n, n)`` weights, every layer with the
+    same ``batch`` and ``n``, and a bool ``residual``."""
     if not isinstance(attentions, (list, tuple)):
         raise TypeError("attentions must be a list of (batch, heads, n, n) tensors, one per "
                         f"layer, got {type(attentions).__name__}")
     if not attentions:
         raise ValueError("attentions must hold at least one (batch, heads, n, n) tensor")
     check_bool("residual", residual)
-    rollout = None
     for i, W in enumerate(attentions):
         check_tensor(f"attentions[{i}]", W, 4, "(batch, heads, n, n)")
         check_float(f"attentions[{i}]", W)
@@ -153,12 +147,27 @@ def attention_rollout(attentions: list[torch.Tensor], residual: bool = True) -> 
         if W.shape[1] == 0:
             raise ValueError(f"attentions[{i}] has no heads to average (shape {tuple(W.shape)}): "
                              "expected (batch, heads >= 1, n, n)")
+        first = attentions[0]
+        if (W.shape[0], W.shape[-1]) != (first.shape[0], first.shape[-1]):
+            raise ValueError(f"attentions[{i}] has shape {tuple(W.shape)}, unlike the layers "
+                             "before it")
+
+
+def attention_rollout(attentions: list[torch.Tensor], residual: bool = True) -> torch.Tensor:
+    """Attention rollout (Abnar & Zuidema, 2020) through a stack of self-attention layers.
+
+    ``attentions``: one ``(batch, heads, n, n)`` tensor per layer, first layer first. Heads
+    are averaged; with ``residual`` the identity (the skip connection) is added and rows are
+    renormalised, ``A = (W + I) / 2``; the layers are then multiplied,
+    ``R = A_L ... A_2 A_1``. Returns ``R (batch, n, n)``: row ``i`` says how much of each input
+    token reaches output token ``i``; every row sums to 1.
+    """
+    _check_attentions(attentions, residual)
+    rollout = None
+    for W in attentions:
         A = W.mean(1)  # (batch, n, n): heads averaged
         if residual:
             A = 0.5 * A + 0.5 * torch.eye(A.shape[-1], device=A.device, dtype=A.dtype)
             A = A / A.sum(-1, keepdim=True)  # (batch, n, n), rows sum to 1
-        if rollout is not None and rollout.shape != A.shape:
-            raise ValueError(f"attentions[{i}] has shape {tuple(W.shape)}, unlike the layers "
-                             "before it")
-        rollout = A if rollout is None else A @ rollout  # (batch, n, n)
+        rollout = A if rollout is None else A @ rollout  # (batch, n, n): layers 1 .. l
     return rollout

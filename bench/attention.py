@@ -94,7 +94,8 @@ def core_candidates(batch: int, heads: int, n: int, head_dim: int, mask_kind: st
         return attnlib.blockwise_attention(q, k, v, mask, causal, block_size=BLOCK), None
 
     fns = {"sdpa": sdpa, "attnlib": ours, "attnlib (weights)": ours_weights, "blockwise": blockwise}
-    return fns, [q, k, v], {"flops_fwd": 4 * batch * heads * n * n * head_dim,
+    share = 0.5 if mask_kind == "causal" else 1.0  # a causal kernel skips the hidden half
+    return fns, [q, k, v], {"flops_fwd": share * 4 * batch * heads * n * n * head_dim,
                             "reference_weights": reference_weights}
 
 
@@ -192,7 +193,8 @@ def module_candidates(batch: int, num_hiddens: int, heads: int, n: int, mask_kin
 
         fns["d2l MultiHeadAttention"] = d2l_call
         params += list(dmha.parameters())
-    return fns, params, {"flops_fwd": 4 * batch * n * n * num_hiddens}
+    share = 0.5 if causal else 1.0  # a causal kernel skips the hidden half of the scores
+    return fns, params, {"flops_fwd": share * 4 * batch * n * n * num_hiddens}
 
 
 # ----------------------------------------------------------------------------- running
@@ -279,7 +281,7 @@ def run_table(kind: str, plan, device, *, batch=2, num_hiddens=256, heads=4, d2l
                         "repeats": len(res[name]["times_s"]),
                         "peak_mib": None if mem is None else mem / 2**20, "agrees": agree[name],
                         "sdpa_kernel": ", ".join(backends.get(name, [])) or None,
-                        "gflops": gflops if mode == "fwd" else None,
+                        "gflops": gflops if mode == "fwd" else None, "flops_fwd": meta["flops_fwd"],
                         "fraction_of_peak": gflops / peak_gflops
                         if mode == "fwd" and peak_gflops else None,
                     })
@@ -404,9 +406,10 @@ GPU_SIZES, GPU_QUICK_SIZES = (512, 1024, 2048, 4096, 8192), (512, 2048)
 GPU_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
-def run_gpu(device, quick: bool = False, d2l=None, log=print) -> dict:
+def run_gpu(device, quick: bool = False, d2l=None, log=print, progress=None) -> dict:
     """The core and module tables at GPU sizes in bf16, fp16 and fp32, with TFLOP/s as a share
-    of the measured bf16 matmul peak, and the SDPA kernel each mask gets in each dtype."""
+    of the measured bf16 matmul peak, and the SDPA kernel each mask gets in each dtype.
+    ``progress(result so far)`` is called after each dtype, so a run cut short keeps its tables."""
     sizes = GPU_QUICK_SIZES if quick else GPU_SIZES
     budget = 0.5 if quick else 1.5
     free_gib = torch.cuda.mem_get_info(device)[0] / 2**30
@@ -417,6 +420,8 @@ def run_gpu(device, quick: bool = False, d2l=None, log=print) -> dict:
         return not fits_in_memory(name, n, g["batch"], g["heads"], free_gib / 2)
 
     tables = {}
+    result = {"settings": dict(g, sizes=list(sizes), dtypes=[str(d) for d in GPU_DTYPES]),
+              "bf16_matmul_peak": peak, "sdpa_backends": sdpa_backends(device), "tables": tables}
     for dtype in GPU_DTYPES:
         plan = [(n, MASKS, (), 1) for n in sizes]
         name = str(dtype).removeprefix("torch.")
@@ -425,8 +430,9 @@ def run_gpu(device, quick: bool = False, d2l=None, log=print) -> dict:
                                         budget_s=budget, skip=skip, log=log, dtype=dtype,
                                         peak_gflops=peak["gflops_median"], **g)
                         for kind in ("core", "module")}
-    return {"settings": dict(g, sizes=list(sizes), dtypes=[str(d) for d in GPU_DTYPES]),
-            "bf16_matmul_peak": peak, "sdpa_backends": sdpa_backends(device), "tables": tables}
+        if progress is not None:
+            progress(result)
+    return result
 
 
 def sdpa_backends(device, n: int = 2048) -> dict:

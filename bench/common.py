@@ -141,8 +141,10 @@ def machine_info(device: torch.device) -> dict:
         "torch_threads": torch.get_num_threads(),
         "device": str(device),
     }
-    if device.type == "cuda":
-        info["gpu"] = torch.cuda.get_device_name(device)
+    if device.type == "cuda" or torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name()
+        info["cuda"] = torch.version.cuda
+        info["cudnn"] = torch.backends.cudnn.version()
     return info
 
 

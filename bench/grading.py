@@ -10,11 +10,13 @@ submissions per minute and whether each grader gave the adversarial submissions 
     result = grading.run()               # 12 students x every assignment (9: 108 submissions)
     result = grading.run(quick=True)     # 4 students x ch03: proves it works
     print(grading.render(result))
+
+    python -m bench.grading [--jobs N] [--students N] [--no-legacy] [--quick]   # prints the table
 """
 from __future__ import annotations
 
+import argparse
 import ast
-import importlib.util
 import os
 import sys
 import tempfile
@@ -24,22 +26,19 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ROOT / "scripts"  # assignments.py and the autograde package
 SOURCE = ROOT / "assignments" / "source"
 KINDS = ("honest", "wrong", "broken", "adversarial")
 
 
 def _graders():
-    """``scripts/assignments.py`` (the sandboxed grader's command) and ``autograde.legacy``."""
-    if str(SCRIPTS) not in sys.path:
-        sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location("assignments_cli", SCRIPTS / "assignments.py")
-    cli = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = cli
-    spec.loader.exec_module(cli)
-    from autograde import legacy
+    """``coursegrader.run.grade`` (the sandboxed grader) and ``coursegrader.legacy``."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from coursegrader import legacy
+    from coursegrader.course import assignment_names
+    from coursegrader.run import grade
 
-    return cli, legacy
+    return grade, assignment_names, legacy
 
 
 def _submission(name: str, kind: str) -> str:
@@ -74,8 +73,8 @@ def make_class(root: Path, students: int, names: list[str]) -> dict[str, str]:
 def run(quick: bool = False, students: int = 12, names: list[str] | None = None,
         jobs: int | None = None, timeout: float = 30.0, legacy: bool = True) -> dict:
     """Grade one generated class with both graders; returns the measurements."""
-    cli, old = _graders()
-    names = names or cli.assignment_names(SOURCE)
+    grade, assignment_names, old = _graders()
+    names = names or assignment_names(SOURCE)
     if quick:
         students, names = 4, [n for n in names if n.startswith("ch03")][:1]
     jobs = jobs or os.cpu_count() or 1
@@ -85,7 +84,7 @@ def run(quick: bool = False, students: int = 12, names: list[str] | None = None,
         tmp = Path(tmp)
         kinds = make_class(tmp / "submitted", students, names)
         start = time.perf_counter()
-        run_ = cli.grade(tmp / "submitted", tmp / "new", timeout=timeout, jobs=jobs, log=lambda *a: None)
+        run_ = grade(tmp / "submitted", tmp / "new", timeout=timeout, jobs=jobs, log=lambda *a: None)
         rows = [(kinds[r.student], r.total) for r in run_.results]
         result["graders"]["sandboxed"] = _measure(time.perf_counter() - start, rows, len(kinds) * len(names),
                                                   f"sandbox on, {jobs} jobs")
@@ -119,5 +118,16 @@ def render(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.grading", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="4 students x ch03: proves it works")
+    parser.add_argument("--students", type=int, default=12)
+    parser.add_argument("--jobs", type=int, help="pairs graded at once (default: all cores)")
+    parser.add_argument("--no-legacy", action="store_true", help="leave out the old sequential grader")
+    args = parser.parse_args(argv)
+    print(render(run(quick=args.quick, students=args.students, jobs=args.jobs, legacy=not args.no_legacy)))
+    return 0
+
+
 if __name__ == "__main__":
-    print(render(run(quick="--quick" in sys.argv)))
+    sys.exit(main())

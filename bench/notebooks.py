@@ -24,8 +24,9 @@ def chapter_notebooks(root: Path) -> list[Path]:
     return sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def execute(path: Path, timeout: int = 600) -> dict:
-    """Run one notebook in memory; return its wall time and whether it raised."""
+def execute(path: Path, timeout: int = 600, executed_to: Path | None = None) -> dict:
+    """Run one notebook in memory; return its wall time and whether it raised. With
+    ``executed_to`` (a folder), the executed copy is written there, to read what it printed."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -46,6 +47,8 @@ def execute(path: Path, timeout: int = 600) -> dict:
         detail = (f"{exc.ename}: {exc.evalue}" if hasattr(exc, "ename")  # a cell raised
                   else f"{type(exc).__name__}: {exc}")
         error = detail.splitlines()[0][:300] if detail else type(exc).__name__
+    if executed_to is not None:
+        nbformat.write(nb, executed_to / path.name)
     return {"notebook": path.name, "seconds": time.perf_counter() - start,
             "cells": sum(c.cell_type == "code" for c in nb.cells), "error": error}
 
@@ -102,8 +105,8 @@ def lab_run_all(paths: list[Path], log=print, timeout: float = 900) -> dict[str,
 def _fresh_cache():
     """A reader's first pass through the book: ``attnlib.train_preset``'s cache starts empty
     (``ATTNLIB_CACHE``, inherited by the kernels started inside), whatever earlier runs left in
-    ``~/.cache/attnlib``. On a CPU chapters 5 and 7 load the two Transformers that ship with
-    attnlib, as a reader's do; on a GPU they train and chapter 7 loads chapter 5's from this cache."""
+    ``~/.cache/attnlib``. Chapters 5 and 7 load the two Transformers that ship with attnlib, as a
+    reader's do; every other model trains."""
     with tempfile.TemporaryDirectory(prefix="attnlib-cache-") as cache, \
             mock.patch.dict(os.environ, {"ATTNLIB_CACHE": cache}):
         yield
@@ -129,3 +132,32 @@ def run(root: Path, log=print, paths: list[Path] | None = None, lab: bool = Fals
             row["lab_error"] = timed[row["notebook"]]["error"]
         result["lab_total_seconds"] = sum(r["lab_seconds"] or 0.0 for r in rows)
     return result
+
+
+def main(argv=None) -> int:
+    """``python -m bench.notebooks OUT [NN ...]``: run chapters NN (default: all) as a reader's
+    first pass, each executed copy and ``notebook_times.json`` written to OUT (the lent GPU's run,
+    ``bench/gpu_run.sh``)."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m bench.notebooks", description=main.__doc__)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("chapters", nargs="*", help="chapter numbers, e.g. 05 07 09")
+    args = parser.parse_args(argv)
+    root = Path(__file__).resolve().parents[1]
+    paths = [p for p in chapter_notebooks(root)
+             if not args.chapters or p.name[:2] in {c.zfill(2) for c in args.chapters}]
+    args.out.mkdir(parents=True, exist_ok=True)
+    times = {}
+    with _fresh_cache():
+        for path in paths:
+            row = execute(path, executed_to=args.out)
+            times[row["notebook"]] = {"seconds": round(row["seconds"], 1), "error": row["error"]}
+            print(row["notebook"], times[row["notebook"]], flush=True)
+            (args.out / "notebook_times.json").write_text(json.dumps(times, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,7 +6,7 @@ import math
 import os
 from pathlib import Path
 
-from . import grading, training
+from . import training
 
 GOALS = {
     "sdpa_overhead": "attnlib MultiHeadAttention within 1.05x of raw SDPA (weights not requested)",
@@ -82,7 +82,11 @@ def write(results: dict, out_dir: Path) -> tuple[Path, Path]:
     docs = root / "docs" / "bench.md"
     link = (os.path.relpath(docs, out_dir.resolve()) if out_dir.resolve().is_relative_to(root)
             else docs.as_uri())
-    md.write_text(markdown(results, link))
+    text = markdown(results, link)
+    gpu = out_dir / "bench-gpu.json"  # a run on a lent GPU machine (merge_gpu), if one was kept
+    if gpu.exists() and not results.get("quick"):
+        text += gpu_section(json.loads(gpu.read_text()), results.get("notebooks"))
+    md.write_text(text)
     return js, md
 
 
@@ -151,7 +155,8 @@ def _gpu_tables(gpu: dict, device: str) -> str:
             text.append(_attention_tables(rows, kind))
             rate = [r for r in rows if r["mode"] == "fwd" and r.get("gflops") is not None]
             if rate:
-                text.append("\n**achieved TFLOP/s** (forward, 4 n^2 d per head) and share of the "
+                text.append("\n**achieved TFLOP/s** (forward, 4 n^2 d per head, half that with "
+                            "the causal mask, whose kernels skip the hidden half) and share of the "
                             "bf16 matmul peak\n\n")
                 text.append(_table(["n", "mask", "candidate", "TFLOP/s", "of peak"], [
                     [r["n"], r["mask"], r["candidate"], f"{r['gflops'] / 1e3:.1f}",
@@ -266,6 +271,7 @@ def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
         text.append(_table(["device", *next(iter(speed.values()))],
                            [[d, *(f"{x:.1f}x" for x in v.values())] for d, v in speed.items()]))
     if results.get("grading"):
+        from . import grading  # nbformat and nbgrader: only for a report that has them
         text.append("\n## Grading throughput\n\n" + grading.render(results["grading"]))
     book = results.get("notebooks")
     if book:
@@ -284,3 +290,106 @@ def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
         text.append(_table(["notebook", "code cells", "seconds"]
                            + (["JupyterLab Run All s"] if lab else []) + ["status"], body))
     return "".join(text)
+
+
+# --- a run on a lent GPU machine, kept beside the book machine's run ---------------------------
+
+GPU_GOALS = {
+    "sdpa_overhead": "attnlib MultiHeadAttention within 1.05x of raw SDPA for every mask, at GPU sizes",
+    "vs_d2l_4096": "at least 2x faster than d2l's MultiHeadAttention at n >= 4096, fwd+bwd",
+    "train_transformer": "chapter 7's Transformer trains at least 5x as fast as one CPU thread",
+    "train_bahdanau": "chapter 4's Bahdanau model trains at least 3x as fast as one CPU thread",
+}
+
+
+def gpu_goals(gpu_run: dict) -> dict:
+    """The GPU goals of a ``--gpu-only`` run: attnlib against raw SDPA (worst ratio per dtype and
+    mask), against d2l at n >= 4096, and training throughput against one CPU thread."""
+    out = {}
+    tables = gpu_run["devices"]["cuda"].get("attention_gpu", {}).get("tables", {})
+    worst, vs_d2l = [], []
+    for dtype, kinds in tables.items():
+        rows = kinds.get("module", [])
+        for mask in ("none", "padding", "causal"):
+            ours = [r for r in rows if r["candidate"] == "attnlib" and r["mask"] == mask]
+            if ours:
+                w = max(ours, key=lambda r: r["ratio_to_sdpa"])
+                worst.append((dtype, mask, w, _geomean(r["ratio_to_sdpa"] for r in ours)))
+            for r in rows:
+                if (r["candidate"] == "d2l MultiHeadAttention" and r["mask"] == mask
+                        and r["n"] >= 4096 and r["mode"] == "fwd+bwd"):
+                    ref = next(x for x in ours if x["n"] == r["n"] and x["mode"] == "fwd+bwd")
+                    vs_d2l.append((dtype, mask, r["n"], r["median_ms"] / ref["median_ms"]))
+    if worst:
+        out["sdpa_overhead"] = {
+            "value": "; ".join(f"{d} {m}: geometric mean {gm:.2f}x, worst {w['ratio_to_sdpa']:.2f}x "
+                               f"(n={w['n']} {w['mode']})" for d, m, w, gm in worst),
+            "met": all(w["ratio_to_sdpa"] <= 1.05 for _, _, w, _ in worst)}
+    if vs_d2l:
+        out["vs_d2l_4096"] = {"value": "; ".join(f"{d} {m} n={n}: {x:.1f}x" for d, m, n, x in vs_d2l),
+                              "met": all(x >= 2 for *_, x in vs_d2l)}
+    speed = training.speedups(gpu_run).get("cuda", {})
+    for key, preset, target in (("train_transformer", "transformer (ch7 preset)", 5),
+                                ("train_bahdanau", "bahdanau (ch4 preset)", 3)):
+        if preset in speed:
+            out[key] = {"value": f"{speed[preset]:.1f}x", "met": speed[preset] >= target}
+    return out
+
+
+def gpu_section(gpu_run: dict, book: dict | None = None) -> str:
+    """``results/bench.md``'s part for a run on a lent GPU machine (``results/bench-gpu.json``):
+    the machine, the goals, the chapters' wall times beside the book machine's (``book``: its
+    ``notebooks`` part), then that run's own tables, headings one level down."""
+    m = gpu_run["machine"]
+    text = [f"\n# On a lent GPU: {m.get('gpu')}\n\nA separate run, `{gpu_run.get('command')}`, on "
+            f"{m['date_utc']}: {m.get('gpu')}, CUDA {m.get('cuda')}, cuDNN {m.get('cudnn')}, torch "
+            f"{m['torch']}, Python {m['python']}, host CPU {m['cpu']} ({m['cores']} cores). Its "
+            "CPU numbers are that host's, not the book machine's; every ratio below compares two "
+            "numbers of the same run.\n\n"]
+    text.append(_table(["goal", "measured", "met"], [
+        [GPU_GOALS[k], g["value"], "yes" if g["met"] else "**no**"]
+        for k, g in gpu_goals(gpu_run).items()]))
+    tests = gpu_run.get("tests")
+    if tests:
+        text.append(f"\nThe test suite on CUDA (`{tests['command']}`): {tests['summary']}. "
+                    f"{tests.get('note', '')}\n")
+    chapters = gpu_run.get("notebooks")
+    if chapters:
+        cpu = {r["notebook"]: r["seconds"] for r in (book or {}).get("notebooks", [])}
+        text.append("\n## The chapters on the GPU\n\nExecuted top to bottom with nbclient (fresh "
+                    "kernel each, kernel start included), the GPU as the chapters' device; beside "
+                    "them the book machine's 2-core CPU run from the tables above.\n\n")
+        text.append(_table(["notebook", "seconds on the GPU machine", "seconds on 2 CPU cores",
+                            "status"], [
+            [name, f"{r['seconds']:.1f}", f"{cpu[name]:.1f}" if name in cpu else "-",
+             r.get("status") or ("ok" if not r.get("error") else r["error"])]
+            for name, r in chapters.items()]))
+    body = markdown({k: v for k, v in gpu_run.items() if k not in ("tests", "notebooks")})
+    body = body.split("\n", 1)[1]  # its title: this section has one
+    text.append("\n".join(("#" + line) if line.startswith("#") else line
+                          for line in body.splitlines()) + "\n")
+    return "".join(text)
+
+
+def merge_gpu(run_json: Path, results_dir: Path, notebooks: Path | None = None,
+              tests: dict | None = None) -> Path:
+    """Keep a ``--gpu-only`` run (its ``bench.json``) as ``results_dir/bench-gpu.json``, with the
+    chapters' times (``notebooks``: ``{name: {seconds, error}}``) and a summary of the tests run
+    there; then rewrite ``results_dir/bench.md`` from ``bench.json`` with the GPU section."""
+    gpu_run = json.loads(run_json.read_text())
+    if "cuda" not in gpu_run.get("devices", {}):
+        raise ValueError(f"{run_json} holds no CUDA device: run `python -m bench --gpu-only` on a GPU")
+    for kinds in gpu_run["devices"]["cuda"].get("attention_gpu", {}).get("tables", {}).values():
+        for row in (r for rows in kinds.values() for r in rows):
+            if row["mask"] == "causal" and row.get("gflops") and "flops_fwd" not in row:
+                row["gflops"] /= 2  # measured before causal FLOPs were counted at half: same times
+                row["fraction_of_peak"] /= 2
+                row["flops_fwd"] = "half of 4 n^2 d per head (corrected when merged)"
+    if notebooks is not None:
+        gpu_run["notebooks"] = json.loads(notebooks.read_text())
+    if tests is not None:
+        gpu_run["tests"] = tests
+    target = results_dir / "bench-gpu.json"
+    target.write_text(json.dumps(gpu_run, indent=1, default=_plain) + "\n")
+    write(json.loads((results_dir / "bench.json").read_text()), results_dir)
+    return target

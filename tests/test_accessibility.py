@@ -13,17 +13,12 @@ Reads the committed notebooks only (no build, no kernel):
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("build_book", ROOT / "scripts" / "build_book.py")
-build_book = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build_book)
+from book import chapters, figures, widgets
 
 pytestmark = pytest.mark.accessibility
 
@@ -42,7 +37,7 @@ def _cell(*outputs, caption=None, alt=None):
 
 
 def test_the_check_accepts_described_figures_and_catches_the_rest():
-    check = build_book.figure_text_problems
+    check = figures.figure_text_problems
     assert check(_cell(PNG, caption="Self-attention of the first layer.", alt=ALT), {}) == []
     text = {"output_type": "stream", "name": "stdout", "text": "no figure\n"}
     assert check(_cell(text), {}) == []
@@ -58,27 +53,27 @@ def test_the_check_accepts_described_figures_and_catches_the_rest():
 
 def test_the_check_sees_the_figure_a_widget_saved():
     view = {"output_type": "display_data", "metadata": {},
-            "data": {build_book.WIDGET_VIEW: {"model_id": "box"}, "text/plain": "interactive"}}
+            "data": {widgets.WIDGET_VIEW: {"model_id": "box"}, "text/plain": "interactive"}}
     state = {
         "box": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_out"]}},
         "out": {"model_name": "OutputModel", "state": {"outputs": [PNG]}},
     }
     nb = {"cells": [_cell(view)],
-          "metadata": {"widgets": {build_book.WIDGET_STATE: {"state": state}}}}
-    assert build_book.notebook_figure_problems(nb) == [
+          "metadata": {"widgets": {widgets.WIDGET_STATE: {"state": state}}}}
+    assert figures.notebook_figure_problems(nb) == [
         (0, ["its caption is missing", "its alt text is missing"])
     ]
     del state["out"]["state"]["outputs"][0]  # a widget showing no figure needs no texts
-    assert build_book.notebook_figure_problems(nb) == []
+    assert figures.notebook_figure_problems(nb) == []
 
 
-@pytest.mark.parametrize("path", build_book.chapters(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", chapters.chapters(), ids=lambda p: p.stem)
 def test_every_figure_has_a_caption_and_alt_text(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
-    problems = build_book.notebook_figure_problems(nb)
+    problems = figures.notebook_figure_problems(nb)
     lines = []
     for index, why in problems:
-        source = build_book._source(nb["cells"][index]).strip().splitlines() or [""]
+        source = chapters.cell_source(nb["cells"][index]).strip().splitlines() or [""]
         lines.append(f"  cell {index} ({source[0][:60]!r}): " + "; ".join(why))
     assert not problems, (
         f"{path.name}: {len(problems)} figure cells need a caption and alt text in their metadata "
@@ -103,14 +98,14 @@ def test_readable_colour_maps_pass_and_others_are_caught():
     assert {"jet", "Reds"}.isdisjoint(READABLE_CMAPS)
 
 
-@pytest.mark.parametrize("path", build_book.chapters(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", chapters.chapters(), ids=lambda p: p.stem)
 def test_chapters_draw_with_readable_colour_maps(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
     found = {
         (index, name)
         for index, cell in enumerate(nb["cells"])
         if cell["cell_type"] == "code"
-        for name in CMAP_NAME.findall(build_book._source(cell))
+        for name in CMAP_NAME.findall(chapters.cell_source(cell))
         if name not in READABLE_CMAPS
     }
     assert not found, (

@@ -1,9 +1,9 @@
 """The classroom assignments: sources pass their own tests, student versions fail them.
 
 Grading itself (sandbox, adversarial submissions, parallel runs) is tested in
-``tests/test_grading_sandbox.py``. Every course directory lives in ``tmp_path``.
+``tests/test_grading_sandbox.py``, the course around it in ``tests/test_course.py``. Every
+course directory lives in ``tmp_path``.
 """
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -11,14 +11,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from coursegrader.course import generate
+from coursegrader.run import grade
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "assignments" / "source"
 NAMES = sorted(p.name for p in SOURCE.iterdir() if p.is_dir())
-
-spec = importlib.util.spec_from_file_location("assignments_cli", ROOT / "scripts" / "assignments.py")
-cli = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = cli  # dataclasses look their module up while the file runs
-spec.loader.exec_module(cli)  # puts scripts/ on sys.path, so autograde imports
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +33,15 @@ def source_nb(name):
 
 
 def graded_cells(nb):
-    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    """The autograded test cells (a written answer, graded by hand, is not one)."""
+    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+            and not c.metadata["nbgrader"].get("solution")]
+
+
+def written_cells(nb):
+    """nbgrader's manually graded answers: formgrader grades them."""
+    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")
+            and c.metadata["nbgrader"].get("solution")]
 
 
 def test_nine_assignments_with_three_to_five_graded_exercises():
@@ -46,13 +52,51 @@ def test_nine_assignments_with_three_to_five_graded_exercises():
         assert 3 <= len(graded) <= 5, name
         for c in graded:
             meta = c.metadata["nbgrader"]
-            assert meta["locked"] and not meta["solution"] and meta["points"] > 0
+            assert c.cell_type == "code" and meta["locked"] and meta["points"] > 0
             assert meta["schema_version"] == 3 and meta["grade_id"].endswith("_tests")
             assert "### BEGIN HIDDEN TESTS" in c.source and "### END HIDDEN TESTS" in c.source
             assert c.source.index("### BEGIN HIDDEN TESTS") > c.source.index("assert")  # visible check
-        solutions = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+        solutions = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")
+                     and c.cell_type == "code"]
         assert len(solutions) == len(graded) and all("### BEGIN SOLUTION" in c.source for c in solutions)
+        assert written_cells(nb), f"{name}: no written question"
+        for c in written_cells(nb):  # a written answer: graded by hand, never locked, worth points
+            meta = c.metadata["nbgrader"]
+            assert c.cell_type == "markdown" and not meta["locked"] and meta["points"] > 0, name
+            assert meta["schema_version"] == 3 and meta["grade_id"].startswith("written")
         assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+def grade_id(cell):
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_stated_number_of_points_is_the_cells(name):
+    """The intro's total (autograded + written), each exercise's heading and each written question's
+    heading and rubric state the points the cells carry."""
+    nb = nbformat.read(source_nb(name), as_version=4)
+    auto = {}
+    for c in graded_cells(nb):
+        auto[int(grade_id(c)[2:].split("_")[0])] = c.metadata["nbgrader"]["points"]
+    manual = sum(c.metadata["nbgrader"]["points"] for c in written_cells(nb))
+    by_id = {grade_id(c): c for c in nb.cells}
+    total, auto_total = sum(auto.values()) + manual, sum(auto.values())
+    stated = (f"Total: **{total:g} points**: {auto_total:g} for the exercises, graded automatically, and "
+              f"{manual:g} for the written question at the end, graded by your instructor.")
+    assert stated in by_id["intro"].source, name
+    for ex, points in auto.items():
+        assert by_id[f"ex{ex}_statement"].source.startswith(f"## Exercise {ex} ({points:g} point"), (name, ex)
+    for answer in written_cells(nb):
+        points = answer.metadata["nbgrader"]["points"]
+        question = nb.cells[nb.cells.index(answer) - 1]  # the locked question right above its answer
+        assert grade_id(question) == grade_id(answer) + "_statement" and question.cell_type == "markdown"
+        assert question.metadata["nbgrader"]["locked"], name
+        assert question.source.startswith(f"## Written question ({points:g} points)"), name
+        model, _, rubric = answer.source.partition("**Rubric**")
+        assert model.startswith("**Model answer**") and rubric.startswith(f" ({points:g} points")
+        items = [float(line[2:].split(" point")[0]) for line in rubric.splitlines() if line.startswith("* ")]
+        assert items and sum(items) == points, (name, items)
 
 
 class TestSources:
@@ -67,7 +111,7 @@ class TestStudentVersions:
     @pytest.fixture(scope="class")
     @classmethod
     def released(cls, tmp_path_factory):
-        paths = cli.generate(tmp_path_factory.mktemp("course"))
+        paths = generate(tmp_path_factory.mktemp("course"), log=lambda *a: None)
         return dict(zip(NAMES, paths, strict=True))
 
     @pytest.mark.parametrize("name", NAMES)
@@ -82,18 +126,29 @@ class TestStudentVersions:
         src = nbformat.read(source_nb(name), as_version=4)
         assert len(graded_cells(nb)) == len(graded_cells(src))
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-        regions = sum(c.source.count("### BEGIN SOLUTION") for c in src.cells)
+        regions = sum(c.source.count("### BEGIN SOLUTION") for c in src.cells if c.cell_type == "code")
         assert code.count("raise NotImplementedError()") == regions >= len(graded_cells(src))
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
         assert Validator(invert=True).validate(str(path)) == {}
 
+    @pytest.mark.parametrize("name", NAMES)
+    def test_the_model_answer_and_rubric_stay_with_the_instructor(self, name, released):
+        nb = nbformat.read(released[name], as_version=4)
+        src = nbformat.read(source_nb(name), as_version=4)
+        assert [c.source for c in written_cells(nb)] == ["YOUR ANSWER HERE"] * len(written_cells(src))
+        text = released[name].read_text()
+        for c in written_cells(src):
+            for line in c.source.splitlines():
+                assert len(line) < 40 or line not in text, line
+        assert "**Model answer**" not in text and "**Rubric**" not in text
+
 
 def test_every_exercise_function_declares_the_calls_that_answer_it():
     """ANSWERS (a locked cell) names every function a solution cell defines; every name resolves;
-    the hidden rule cell is ownwork.py itself (``python scripts/assignments.py rule`` copies it)."""
-    from autograde import ownwork
-    from autograde.course import RULE, RULE_ID, rule_cell
-    from autograde.grader import load_spec
+    the hidden rule cell is ownwork.py itself (``python -m coursegrader rule`` copies it)."""
+    from coursegrader import ownwork
+    from coursegrader.course import RULE, RULE_ID, rule_cell
+    from coursegrader.spec import load_spec
 
     for name in NAMES:
         spec = load_spec(SOURCE, name)  # raises SpecError when a function has no entry
@@ -102,7 +157,7 @@ def test_every_exercise_function_declares_the_calls_that_answer_it():
             ownwork.answer_targets(names)  # raises when a name does not resolve
         nb = nbformat.read(source_nb(name), as_version=4)
         rule = rule_cell(nb)
-        assert rule.source == RULE.read_text().rstrip("\n"), f"{name}: run scripts/assignments.py rule"
+        assert rule.source == RULE.read_text().rstrip("\n"), f"{name}: run python -m coursegrader rule"
         assert rule.metadata["nbgrader"]["locked"] and rule.metadata["jupyter"]["source_hidden"]
         ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
         assert ids.index("setup") < ids.index(RULE_ID) < ids.index("answers") < ids.index("ex1_solution"), ids
@@ -111,7 +166,7 @@ def test_every_exercise_function_declares_the_calls_that_answer_it():
 def test_a_missing_declaration_is_a_clear_error(tmp_path):
     import shutil
 
-    from autograde.grader import SpecError, load_spec
+    from coursegrader.spec import SpecError, load_spec
 
     name = NAMES[0]
     shutil.copytree(SOURCE / name, tmp_path / name)
@@ -130,8 +185,9 @@ def test_a_missing_declaration_is_a_clear_error(tmp_path):
 def test_the_self_check_applies_the_rule_in_the_students_kernel():
     """A student's own run shows the same verdict as grading: the self-check of a function that
     calls what its exercise rules out fails with an error that names the call."""
-    from autograde import attacks
     from nbclient import NotebookClient
+
+    from coursegrader import attacks
 
     nb = attacks.cheat(SOURCE, attacks.NAME)
     NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
@@ -156,5 +212,74 @@ def test_grading_an_assignment_without_answers_stops_with_the_reason(tmp_path):
     (tmp_path / "subs" / "ana" / name).mkdir(parents=True)
     shutil.copy(source_nb(name), tmp_path / "subs" / "ana" / name)
     with pytest.raises(SystemExit, match=f"cannot grade {name}: no locked cell declares ANSWERS"):
-        cli.grade(tmp_path / "subs", tmp_path / "out", source=tmp_path / "source", no_sandbox=True,
-                  log=lambda *a: None)
+        grade(tmp_path / "subs", tmp_path / "out", source=tmp_path / "source", no_sandbox=True,
+              log=lambda *a: None)
+
+
+# ----------------------------------------------------------------------------- chapter 9's skills
+CH09 = "ch09_attention_at_scale"
+WHOLE_MATRIX = """
+def online_attention(queries, keys, values, block_size=4, update=online_update):
+    s = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])  # (batch, q, k): every key at once
+    p = torch.exp(s - s.amax(-1, keepdim=True))
+    return (p @ values) / p.sum(-1, keepdim=True)
+"""
+
+
+def ch09_cells():
+    nb = nbformat.read(source_nb(CH09), as_version=4)
+    return {grade_id(c): c.source for c in nb.cells if grade_id(c)}
+
+
+def test_ch09_online_softmax_fails_an_answer_that_scores_all_keys_at_once():
+    """Exercise 1's tests hand online_attention an update of their own that counts the blocks:
+    an answer that builds the whole (batch, q, k) score matrix is right, and fails both the
+    self-check and the hidden tests, each with a message that says what to do."""
+    cells = ch09_cells()
+    visible, hidden = cells["ex1_tests"].split("### BEGIN HIDDEN TESTS")
+    namespace = {}
+    for source in (cells["setup"], cells["ex1_solution"], visible, hidden):  # the reference passes
+        exec(source, namespace)  # noqa: S102
+    exec(WHOLE_MATRIX, namespace)  # noqa: S102
+    torch = namespace["torch"]
+    q, k, v = torch.randn(2, 3, 8), torch.randn(2, 10, 8), torch.randn(2, 10, 5)
+    assert torch.allclose(namespace["online_attention"](q, k, v), namespace["efficient"].blockwise_attention(
+        q, k, v), atol=1e-5)  # right, but not blockwise
+    with pytest.raises(AssertionError):
+        exec(visible, namespace)  # noqa: S102
+    with pytest.raises(AssertionError, match="call update once per block of block_size keys"):
+        exec(hidden, namespace)  # noqa: S102
+
+
+@pytest.mark.parametrize("copy, call", [
+    ("k, v = k.repeat_interleave(h // g, 1), v.repeat_interleave(h // g, 1)",
+     "torch.Tensor.repeat_interleave"),
+    ("k, v = (t[:, :, None].expand(-1, -1, h // g, -1, -1).flatten(1, 2) for t in (k, v))",
+     "torch.Tensor.expand"),
+    ("k, v = torch.repeat_interleave(k, h // g, 1), torch.repeat_interleave(v, h // g, 1)",
+     "torch.repeat_interleave"),
+])
+def test_ch09_grouped_query_attention_that_copies_the_shared_heads_is_ruled_out(copy, call):
+    """Exercise 2 asks for each key/value head to be read where it is: an answer that copies it
+    for every query head of its group calls what ANSWERS rules out, and the error names the call;
+    the reference (the group's query heads as one longer block of queries) passes."""
+    from coursegrader import ownwork
+    from coursegrader.spec import load_spec
+
+    cells = ch09_cells()
+    namespace = {}
+    exec(cells["setup"], namespace)  # noqa: S102
+    exec(cells["ex2_solution"], namespace)  # noqa: S102
+    rule = load_spec(SOURCE, CH09).answers["gqa_attention"]
+    torch = namespace["torch"]
+    q, k, v = torch.randn(2, 6, 3, 4), torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4)
+    reference = ownwork.guarded(namespace["gqa_attention"], "gqa_attention", rule)(q, k, v)
+    exec(f"""
+def gqa_attention(q, k, v):
+    h, g = q.shape[1], k.shape[1]
+    {copy}
+    return (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1) @ v
+""", namespace)  # noqa: S102
+    assert torch.allclose(namespace["gqa_attention"](q, k, v), reference, atol=1e-6)  # right, but a copy
+    with pytest.raises(ownwork.OwnWorkError, match=f"gqa_attention uses {call}, which"):
+        ownwork.guarded(namespace["gqa_attention"], "gqa_attention", rule)(q, k, v)

@@ -790,6 +790,12 @@ case("blockwise_attention-mask-shape", lambda: A.blockwise_attention(q4, k4, v4,
      ValueError, r"mask of shape \(2, 4\) does not broadcast to \(2, 2, 3, 5\)")
 case("blockwise_attention-causal-more-queries", lambda: A.blockwise_attention(k4, q4, q4, causal=True), ValueError,
      r"causal attention needs at least as many keys \(3\) as queries \(5\)")
+case("sliding_window_attention-window-zero", lambda: A.sliding_window_attention(q4, q4, q4, window=0), ValueError,
+     r"window must be a positive int, got 0")
+case("sliding_window_attention-window-float", lambda: A.sliding_window_attention(q4, q4, q4, window=2.0), TypeError,
+     r"window must be an int, got float")
+case("sliding_window_attention-causal-more-queries", lambda: A.sliding_window_attention(k4, q4, q4, window=2),
+     ValueError, r"causal attention needs at least as many keys \(3\) as queries \(5\)")
 case("MHA-kv-heads-not-dividing", lambda: A.MultiHeadAttention(16, 4, num_kv_heads=3), ValueError,
      r"num_kv_heads \(3\) must divide num_heads \(4\)")
 case("sliding_window_mask-zero", lambda: A.sliding_window_mask(3, 3, 0), ValueError, r"window must be a positive int, got 0")

@@ -223,6 +223,59 @@ def test_training_throughput_and_speedups():
     assert training.speedups(res) == {"cuda": {"a": 5.0}}
 
 
+def _gpu_run(attnlib_ratio: float, d2l_ms: float, cuda_tokens: float) -> dict:
+    def row(candidate, mask, ms, ratio):
+        return {"table": "module", "n": 4096, "mask": mask, "mode": "fwd+bwd", "dtype": "bfloat16",
+                "candidate": candidate, "median_ms": ms, "ratio_to_sdpa": ratio, "agrees": True,
+                "gflops": None, "fraction_of_peak": None, "peak_mib": None, "sdpa_kernel": None}
+    rows = [r for mask in ("none", "padding", "causal") for r in (
+        row("sdpa", mask, 10.0, 1.0), row("attnlib", mask, 10.0 * attnlib_ratio, attnlib_ratio),
+        row("d2l MultiHeadAttention", mask, d2l_ms, d2l_ms / 10.0))]
+    machine = {"date_utc": "2026-01-01 00:00 UTC", "cpu": "host", "cores": 16, "cores_usable": 16,
+               "python": "3.12", "torch": "2.11", "d2l": "1.0.3", "torch_threads": 16,
+               "gpu": "Some GPU", "cuda": "13.0", "cudnn": 91900}
+    gpu = {"settings": {"batch": 8, "heads": 16, "sizes": [4096]},
+           "bf16_matmul_peak": {"gflops_median": 1e6}, "sdpa_backends": {},
+           "tables": {"bfloat16": {"module": rows}}}
+    through = {"transformer (ch7 preset)": 100.0, "bahdanau (ch4 preset)": 100.0}
+
+    def trained(tokens):
+        return {"transformer": {}, "data": {}, "steps": 1, "cpu_threads_used": 1,
+                "throughput": {k: tokens for k in through}}
+    return {"machine": machine, "command": "python -m bench --gpu-only", "devices": {
+        "cpu": {"training": trained(100.0)},
+        "cuda": {"attention_gpu": gpu, "training": trained(cuda_tokens)}}}
+
+
+def test_gpu_goals_read_the_gpu_run():
+    met = report.gpu_goals(_gpu_run(1.04, 25.0, 600.0))
+    assert all(g["met"] for g in met.values()) and set(met) == set(report.GPU_GOALS)
+    missed = report.gpu_goals(_gpu_run(1.2, 15.0, 400.0))
+    assert not missed["sdpa_overhead"]["met"] and "worst 1.20x" in missed["sdpa_overhead"]["value"]
+    assert not missed["vs_d2l_4096"]["met"]  # 15 ms against 12 ms: 1.25x
+    assert not missed["train_transformer"]["met"] and missed["train_bahdanau"]["met"]
+
+
+def test_merge_gpu_keeps_the_run_and_adds_its_section(tmp_path):
+    results = _fake_results(40.0, 1000.0, 1.05, 200.0)
+    report.write(results, tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "bench.json").write_text(json.dumps(_gpu_run(1.2, 25.0, 600.0)))
+    (run / "times.json").write_text(json.dumps({"05_x.ipynb": {"seconds": 12.5, "error": None}}))
+    report.merge_gpu(run / "bench.json", tmp_path, run / "times.json",
+                     {"command": "pytest", "summary": "3 passed"})
+    kept = json.loads((tmp_path / "bench-gpu.json").read_text())
+    assert kept["notebooks"]["05_x.ipynb"]["seconds"] == 12.5 and kept["tests"]["summary"] == "3 passed"
+    text = (tmp_path / "bench.md").read_text()
+    assert text.index("## Goals (cpu)") < text.index("# On a lent GPU: Some GPU")
+    for needle in ("CUDA 13.0", "| 05_x.ipynb | 12.5 |", "3 passed", "### Goals (cuda)", "**no**"):
+        assert needle in text
+    with pytest.raises(ValueError, match="holds no CUDA device"):
+        (run / "cpu.json").write_text(json.dumps({"devices": {"cpu": {}}}))
+        report.merge_gpu(run / "cpu.json", tmp_path)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
                     reason="needs git and a git checkout")

@@ -1,6 +1,6 @@
 """The book as a static website, checked in a real browser (headless Chromium, Playwright).
 
-Builds build/book/ (``scripts/build_book.py``; skipped when its inputs are unchanged), serves it
+Builds build/book/ (``python -m book.build``; skipped when its inputs are unchanged), serves it
 on a free local port and opens every page: formulas must be typeset by the site's own MathJax,
 every image must load, the console must stay free of errors, nothing may be fetched from another
 host, and widgets must show a static snapshot instead of an empty box. A screenshot of each page is
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import importlib.util
 import json
 import re
 import subprocess
@@ -32,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from bench.lab import NO_CHROMIUM, find_chromium, launch_chromium
+from book import BOOK, build, chapters, figures, pages, vendor, widgets
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "build" / "book"
@@ -42,17 +42,13 @@ CHAPTERS = sorted(
 
 pytestmark = pytest.mark.slow
 
-_spec = importlib.util.spec_from_file_location("build_book", ROOT / "scripts" / "build_book.py")
-build_book = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build_book)
-
 PAGES = [
     "intro",
     *[f"notebooks/{p.stem}" for p in CHAPTERS],
     "glossary",
     "references",
     "results/bench",
-    *[f"docs/{name}" for name in build_book.bench_docs()],
+    *[f"docs/{name}" for name in pages.bench_docs()],
     "genindex",
     "search",
 ]
@@ -78,16 +74,16 @@ def test_glossary_tables_are_parsed_merged_and_sorted(tmp_path):
         "# 2. Two\n\n### Glossary (术语)\n\n| 中文 | English |\n|:--|:--|\n| 键 | key |\n"
         "| 查询 | Query |\n| 一 \\| 二 | a \\| b |"
     )
-    assert build_book.glossary_rows(_nb(ch1)) == [
+    assert chapters.glossary_rows(_nb(ch1)) == [
         ("query", "查询"),
         ("Attention pooling", "注意力汇聚"),
     ]
-    assert build_book.glossary_rows(_nb(ch2)) == [
+    assert chapters.glossary_rows(_nb(ch2)) == [
         ("key", "键"),
         ("Query", "查询"),
         ("a | b", "一 | 二"),
     ]
-    page = build_book.glossary_page(
+    page = pages.glossary_page(
         [(tmp_path / "01_one.ipynb", _nb(ch1)), (tmp_path / "02_two.ipynb", _nb(ch2))]
     )
     rows = [line for line in page.splitlines() if line.startswith("| ") and "English" not in line]
@@ -104,25 +100,54 @@ def test_glossary_tables_are_parsed_merged_and_sorted(tmp_path):
 def test_references_stop_at_the_next_heading():
     body = "* Paper A.\n\n```\n# not a heading\n```\n\n### Books\n\n* B."
     text = f"# T\n\n## References\n\n{body}\n\n## Glossary\n\n| a | b |\n"
-    assert build_book.section(text, "references") == body
+    assert chapters.section(text, "references") == body
 
 
 def test_bench_page_placeholder_then_results_with_their_method_notes(tmp_path):
-    assert "`make bench`" in build_book.bench_page(tmp_path)
-    assert build_book.bench_docs(tmp_path) == []
+    assert "`make bench`" in pages.bench_page(tmp_path)
+    assert pages.bench_docs(tmp_path) == []
     (tmp_path / "results").mkdir()
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "bench.md").write_text("# How we measure\n")
     bench = "# Benchmarks\n\nSee [method](../docs/bench.md), [gone](../docs/nope.md).\n\n## CPU\n"
     (tmp_path / "results" / "bench.md").write_text(bench)
-    page = build_book.bench_page(tmp_path)
+    page = pages.bench_page(tmp_path)
     assert page.startswith("# Benchmarks\n") and page.count("\n# ") == 0 and "\n## CPU" in page
     (tmp_path / "results" / "bench.md").write_text("## CPU\n\n```\n# code\n```\n")
-    page = build_book.bench_page(tmp_path)
+    page = pages.bench_page(tmp_path)
     assert page.startswith("# Benchmark results\n") and "\n### CPU" in page and "\n# code" in page
     (tmp_path / "results" / "bench.md").write_text(bench)
-    assert build_book.bench_docs(tmp_path) == ["bench"]
-    assert "sections:\n          - file: docs/bench" in build_book.toc([], ["bench"])
+    assert pages.bench_docs(tmp_path) == ["bench"]
+    assert "sections:\n          - file: docs/bench" in pages.toc([], ["bench"])
+
+
+def test_toc_in_the_sites_language_marks_the_pages_left_in_english():
+    import yaml
+
+    books = [(Path("01_one.ipynb"), {})]
+    english = yaml.safe_load(pages.toc(books, ["bench"]))
+    assert [part["caption"] for part in english["parts"]] == ["Chapters", "Reference"]
+    assert all("title" not in entry for part in english["parts"] for entry in part["chapters"])
+    titles = {"results/bench": 'Benchmarks: "attnlib"（英文）', "docs/bench": "方法：make bench（英文）"}
+    captions = {"Chapters": "章节", "Reference": "参考资料"}
+    chinese = yaml.safe_load(pages.toc(books, ["bench"], captions, titles))
+    assert [part["caption"] for part in chinese["parts"]] == ["章节", "参考资料"]
+    bench = chinese["parts"][1]["chapters"][2]
+    assert bench["file"] == "results/bench" and bench["title"] == titles["results/bench"]
+    assert bench["sections"] == [{"file": "docs/bench", "title": titles["docs/bench"]}]
+    assert pages.page_title("# Benchmarks (`make bench`)\n\ntext", "x") == "Benchmarks (make bench)"
+
+
+def test_theme_words_written_without_gettext_are_translated_in_their_attributes_only():
+    from book._ext.chinese_interface import translate_hardcoded
+
+    words = {"Toggle primary sidebar": "显示或隐藏章节导航", "Main": "章节导航"}
+    page = ('<button title="Toggle primary sidebar" aria-label="Toggle primary sidebar">Main</button>'
+            '<nav aria-label="Main"><a title="Main street">Main</a></nav>')
+    assert translate_hardcoded(page, lambda w: words.get(w, w)) == (
+        '<button title="显示或隐藏章节导航" aria-label="显示或隐藏章节导航">Main</button>'
+        '<nav aria-label="章节导航"><a title="Main street">Main</a></nav>'
+    )
 
 
 def test_widget_views_become_a_static_snapshot():
@@ -142,14 +167,14 @@ def test_widget_views_become_a_static_snapshot():
     }
 
     def view(model_id):
-        data = {build_book.WIDGET_VIEW: {"model_id": model_id}, "text/plain": "interactive(...)"}
+        data = {widgets.WIDGET_VIEW: {"model_id": model_id}, "text/plain": "interactive(...)"}
         return {"output_type": "display_data", "metadata": {}, "data": data}
 
     cell = {"cell_type": "code", "metadata": {}, "source": "", "outputs": [view("box")]}
     cell["outputs"] += [view("gone"), view("bar")]
-    meta = {"widgets": {build_book.WIDGET_STATE: {"state": state}}}
+    meta = {"widgets": {widgets.WIDGET_STATE: {"state": state}}}
     nb = _nb(cell, metadata=meta)
-    assert build_book.static_widgets(nb) == 3
+    assert widgets.static_widgets(nb) == 3
     assert "widgets" not in nb["metadata"]
     note, image, orphan_note, bar = cell["outputs"]
     assert "Static snapshot" in note["data"]["text/html"]
@@ -157,6 +182,13 @@ def test_widget_views_become_a_static_snapshot():
     assert image == png
     assert "An interactive widget" in orphan_note["data"]["text/html"]
     assert bar["text"] == "epochs: 100% 200/200 [00:03<00:00]\n"
+    # The Chinese site's note, from the interface catalogue's translation of the English one.
+    cell["outputs"] = [view("box")]
+    nb = _nb(cell, metadata={"widgets": {widgets.WIDGET_STATE: {"state": state}}})
+    zh = {widgets.SNAPSHOT_AT: "<em>交互控件的静态快照</em>（{settings}）。"}
+    widgets.static_widgets(nb, lambda english: zh.get(english, english))
+    assert cell["outputs"][0]["data"]["text/html"] == (
+        '<p class="widget-snapshot"><em>交互控件的静态快照</em>（kernel = box; width = 0.25）。</p>')
 
 
 def _soup(html_file: Path):
@@ -171,7 +203,9 @@ PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwACh
 def test_cell_metadata_gives_figures_alt_text_and_captions_widget_snapshots_too(tmp_path):
     """A real (small) build: a plotting cell and a widget cell, each with a caption and alt text in
     its metadata, become <figure>s with <img alt> and <figcaption>; the cell's other outputs (a
-    table, the widget snapshot's note) stay outside the figure."""
+    table, the widget snapshot's note) stay outside the figure. A caption written all in Chinese
+    is numbered like the others, its Chinese marked as Chinese (the Chinese site's figures lost
+    their numbers when the mark was raw HTML, which Sphinx does not count as a caption's text)."""
 
     def image():
         data = {"image/png": PNG_1PX, "text/plain": "<Figure size 100x100 with 1 Axes>"}
@@ -186,7 +220,7 @@ def test_cell_metadata_gives_figures_alt_text_and_captions_widget_snapshots_too(
     stream = {"output_type": "stream", "name": "stdout", "text": "printed\n"}
     plot = {"cell_type": "code", "metadata": texts(1), "source": "plot()", "execution_count": 1,
             "outputs": [stream, image(), table]}
-    view = {build_book.WIDGET_VIEW: {"model_id": "box"}, "text/plain": "interactive(...)"}
+    view = {widgets.WIDGET_VIEW: {"model_id": "box"}, "text/plain": "interactive(...)"}
     widget = {"cell_type": "code", "metadata": texts(2), "source": "ui", "execution_count": 2,
               "outputs": [{"output_type": "display_data", "metadata": {}, "data": view}]}
     state = {
@@ -194,28 +228,36 @@ def test_cell_metadata_gives_figures_alt_text_and_captions_widget_snapshots_too(
         "s": {"model_name": "FloatSliderModel", "state": {"description": "width", "value": 0.5}},
         "o": {"model_name": "OutputModel", "state": {"outputs": [image()]}},
     }
-    meta = {"widgets": {build_book.WIDGET_STATE: {"state": state}},
+    meta = {"widgets": {widgets.WIDGET_STATE: {"state": state}},
             "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
-    nb = _nb(_md("# 1. Fixture"), plot, widget, metadata=meta)
+    chinese = {"mystnb": {"figure": {"caption": "注意力权重的热图：每个查询都最关注它自己。"},
+                          "image": {"alt": "热图：六个查询（行）对六个键（列）的注意力权重，对角线最亮，"
+                                           "说明每个词元都最关注它自己。"}}}
+    plot_zh = {"cell_type": "code", "metadata": chinese, "source": "plot()", "execution_count": 3,
+               "outputs": [image()]}
+    nb = _nb(_md("# 1. Fixture"), plot, widget, plot_zh, metadata=meta)
     for i, cell in enumerate(nb["cells"]):
         cell["id"] = f"cell-{i}"
-    assert build_book.notebook_figure_problems(nb) == []
+    assert figures.notebook_figure_problems(nb) == []
     src = tmp_path / "src"
     for name in ("_config.yml", "intro.md", "favicon.svg"):
-        build_book._write(src / name, (build_book.BOOK / name).read_bytes())
-    for f in (build_book.BOOK / "_ext").glob("*.py"):
-        build_book._write(src / "_ext" / f.name, f.read_bytes())
-    build_book.static_widgets(nb)
-    build_book._write(src / "notebooks" / "01_fixture.ipynb", json.dumps(nb))
-    build_book._write(src / "_toc.yml", build_book.toc([(Path("01_fixture.ipynb"), nb)]))
-    build_book.sphinx_build(src, tmp_path / "html", tmp_path / "doctrees", fresh=True)
+        build._write(src / name, (BOOK / name).read_bytes())
+    for f in (BOOK / "_ext").glob("*.py"):
+        build._write(src / "_ext" / f.name, f.read_bytes())
+    widgets.static_widgets(nb)
+    build._write(src / "notebooks" / "01_fixture.ipynb", json.dumps(nb))
+    build._write(src / "_toc.yml", pages.toc([(Path("01_fixture.ipynb"), nb)]))
+    build.sphinx_build(src, tmp_path / "html", tmp_path / "doctrees", fresh=True)
 
     soup = _soup(tmp_path / "html" / "notebooks" / "01_fixture.html")
-    figures = soup.select("figure")
-    assert [f.img["alt"] for f in figures] == [texts(n)["mystnb"]["image"]["alt"] for n in (1, 2)]
-    captions = [f.figcaption.get_text(" ", strip=True) for f in figures]
+    figure_tags = soup.select("figure")
+    alts = [texts(n)["mystnb"]["image"]["alt"] for n in (1, 2)] + [chinese["mystnb"]["image"]["alt"]]
+    assert [f.img["alt"] for f in figure_tags] == alts
+    captions = [f.figcaption.get_text(" ", strip=True) for f in figure_tags]
     assert captions[0].startswith("Fig. 1 Caption 1, with") and "Caption 2" in captions[1], captions
-    assert figures[0].select_one(".math"), "the caption's formula is typeset like the prose's"
+    assert captions[2].startswith("Fig. 3 注意力权重的热图"), captions
+    assert figure_tags[2].figcaption.select_one('span[lang="zh-Hans"]'), "Chinese not marked"
+    assert figure_tags[0].select_one(".math"), "the caption's formula is typeset like the prose's"
     assert soup.find(string="a table").find_parent("figure") is None
     assert soup.select_one(".widget-snapshot").find_parent("figure") is None
 
@@ -224,7 +266,7 @@ def test_cell_metadata_gives_figures_alt_text_and_captions_widget_snapshots_too(
 @pytest.fixture(scope="module")
 def site():
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "build_book.py")],
+        [sys.executable, "-m", "book.build"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -274,10 +316,10 @@ def browser():
 @pytest.fixture(scope="module")
 def axe():
     """The pinned axe-core that `make book-deps` cached; never fetched here."""
-    path = build_book.AXE_CACHE / "axe.min.js"
-    if not (build_book.AXE_CACHE / ".complete").exists() or not path.is_file():
+    path = vendor.AXE_CACHE / "axe.min.js"
+    if not (vendor.AXE_CACHE / ".complete").exists() or not path.is_file():
         pytest.fail(
-            f"axe-core {build_book.AXE_VERSION} is not in {build_book.AXE_CACHE}: run "
+            f"axe-core {vendor.AXE_VERSION} is not in {vendor.AXE_CACHE}: run "
             "`make book-deps` once (it fetches it from the npm registry and checks its hash)"
         )
     return path
@@ -331,6 +373,36 @@ REFLOW_WIDTH = 320  # CSS pixels: WCAG 2.1's reflow width, where nothing may scr
 SCROLL_TO_WIDGET_JS = """(() => { const e = document.querySelector('.widget-snapshot');
   if (!e) return false; window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 600);
   return true; })()"""
+# Formulas (display and inline) of the page's text cut off at a box's edge: walking up from each
+# formula's drawing, every box that does not show its overflow must hold the drawing, or scroll
+# (then what it shows must be held further up); the last must fit in the window. Returns the cut
+# formulas' text. (The sidebars' copies of a heading's formula are navigation, hidden in a drawer
+# on a narrow screen: while the drawer slides away they would count as cut.)
+CUT_FORMULAS_JS = r"""() => [...(document.querySelector('article.bd-article') || document.body)
+    .querySelectorAll('mjx-container')].flatMap(c => {
+  const svg = c.querySelector('svg');
+  if (!svg) return [];
+  let shown = svg.getBoundingClientRect();
+  const name = () => (c.closest('p, li, div.math, figcaption, td') || c).textContent.trim().slice(0, 60);
+  for (let e = svg.parentElement; e && e !== document.documentElement; e = e.parentElement) {
+    const overflow = getComputedStyle(e).overflowX;
+    if (overflow === 'visible') continue;
+    const box = e.getBoundingClientRect();
+    if (shown.left >= box.left - 1 && shown.right <= box.right + 1) continue;
+    if (overflow !== 'auto' && overflow !== 'scroll') return [name()];
+    shown = box;  // the rest is reachable by scrolling this box
+  }
+  return shown.right <= document.documentElement.clientWidth + 1 ? [] : [name()];
+})"""
+# Formulas of the page's text wider than their box without the mark (book/_js/formulas.js) that
+# shows a shadow at the edge hiding more of them.
+UNMARKED_FORMULAS_JS = r"""() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() =>
+  done([...(document.querySelector('article.bd-article') || document.body)
+    .querySelectorAll('div.math mjx-container, span.math')]
+    .filter(box => box.querySelector('svg') && !box.classList.contains('formula-scrolls')
+      && box.querySelector('svg').getBoundingClientRect().width > box.clientWidth + 1)
+    .map(box => (box.closest('p, li, div.math, figcaption, td') || box).textContent.trim()
+      .slice(0, 60))))))"""
 
 
 # Runs axe-core (injected from the local copy) on the whole page: the WCAG 2.0/2.1 A and AA rules.
@@ -375,6 +447,8 @@ def open_page(
         report["reflowWidth"] = page.evaluate(
             "new Promise(r => requestAnimationFrame(() => r(document.documentElement.scrollWidth)))"
         )
+        report["cutFormulas"] = page.evaluate(CUT_FORMULAS_JS)
+        report["unmarkedFormulas"] = page.evaluate(UNMARKED_FORMULAS_JS)
         return report, page_errors, remote, shots
     finally:
         context.close()
@@ -398,6 +472,18 @@ def assert_page_works(page, report, errors, remote):
         f"images that did not load on {page}: {report['brokenImages']}"
     )
     assert report["widgetViews"] == 0, f"live widget views (empty boxes) left on {page}"
+    assert report["reflowWidth"] <= REFLOW_WIDTH, (
+        f"{page} is {report['reflowWidth']} px wide on a {REFLOW_WIDTH} px screen: it scrolls "
+        "sideways (WCAG 1.4.10)"
+    )
+    assert not report["cutFormulas"], (
+        f"{page}: formulas cut off at a box's edge on a {REFLOW_WIDTH} px screen (they must scroll "
+        f"in their own box, book/_css/accessible.css): {report['cutFormulas'][:5]}"
+    )
+    assert not report["unmarkedFormulas"], (
+        f"{page}: formulas that scroll on a {REFLOW_WIDTH} px screen without the shadow that says so "
+        f"(book/_js/formulas.js): {report['unmarkedFormulas'][:5]}"
+    )
     assert not report["axe"], f"axe-core found WCAG A/AA violations on {page}:\n" + _axe_summary(
         report["axe"]
     )
@@ -410,19 +496,15 @@ def test_page_renders_offline_in_chromium(page, server, browser, axe):
     for suffix, png in shots.items():
         (SHOTS / f"{page.replace('/', '__')}{suffix}.png").write_bytes(png)
     assert_page_works(page, report, errors, remote)
-    assert report["reflowWidth"] <= REFLOW_WIDTH, (
-        f"{page} is {report['reflowWidth']} px wide on a {REFLOW_WIDTH} px screen: it scrolls "
-        "sideways (WCAG 1.4.10)"
-    )
     assert report["mjxAssistive"] == report["mjxAll"], (
         f"{page}: only {report['mjxAssistive']} of {report['mjxAll']} formulas carry assistive "
         "MathML for screen readers"
     )
     if page.startswith("notebooks/"):
         nb = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))
-        has_math = "$" in build_book.markdown_text(nb)
+        has_math = "$" in chapters.markdown_text(nb)
         has_widget = any(
-            build_book.WIDGET_VIEW in o.get("data", {})
+            widgets.WIDGET_VIEW in o.get("data", {})
             for c in nb["cells"]
             for o in c.get("outputs", [])
         )
@@ -440,7 +522,7 @@ def test_images_have_text_alternatives_and_chapter_figures_captions(page, site):
     chapter's cell shows (a widget snapshot's too) is a <figure> with a <figcaption>."""
     problems = []
     for img in _soup(site / f"{page}.html").find_all("img"):
-        why = build_book.text_problem(img.get("alt"), 1)
+        why = figures.text_problem(img.get("alt"), 1)
         if why:
             problems.append(f"<img src={img.get('src')!r}>: its alt text {why}")
         if img.find_parent(class_="cell_output") is not None:
@@ -492,6 +574,8 @@ def test_the_browser_check_catches_a_broken_page(tmp_path, browser, axe):
         '<html><body><main><p><span class="math">\\(x^2\\)</span> and $$y$$</p>'
         '<p>the score $\\mathbf{v}^\\top</p><ul><li>+ W$</li></ul>'
         '<p><code>FraEngData(**attnlib.presets.REAL_DATA_DEFAULTS_AND_MORE)</code></p>'
+        '<p>a <span class="math" style="display:inline-block;overflow:hidden;width:40px">'
+        '<mjx-container><svg width="300" height="10"></svg></mjx-container></span> cut formula</p>'
         '<img src="missing.png"><script>console.error("boom")</script>'
         '<script src="http://cdn.invalid/mathjax.js"></script></main></body></html>'
     )
@@ -501,6 +585,7 @@ def test_the_browser_check_catches_a_broken_page(tmp_path, browser, axe):
     assert report["untypeset"] == ["\\(x^2\\)"]
     assert report["rawTex"] == ["$$", "\\(", "\\mathbf", "\\top"]
     assert report["reflowWidth"] > REFLOW_WIDTH  # unbreakable code widens the page
-    assert len(report["brokenImages"]) == 1 and report["mjx"] == 0
+    assert len(report["brokenImages"]) == 1 and report["mjx"] == 1  # only the hand-made formula
+    assert report["cutFormulas"] == report["unmarkedFormulas"] == ["a  cut formula"]
     # axe sees the image without a text alternative and the page without a language.
     assert {"image-alt", "html-has-lang"} <= {v["id"] for v in report["axe"]}, report["axe"]

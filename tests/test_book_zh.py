@@ -1,11 +1,13 @@
 """The Chinese website (build/book/zh/), checked in headless Chromium like the English one.
 
-Builds both sites (``scripts/build_book.py``, ``scripts/i18n.py generate``, ``scripts/build_book.py
+Builds both sites (``python -m book.build``, ``python -m book.i18n generate``, ``python -m book.build
 --lang zh``), serves build/book/ and opens every Chinese page: formulas typeset by the site's own
-MathJax, images loaded, no console error, no axe-core (WCAG A/AA) violation, nothing fetched from
-another host, the page declared Chinese, a link to the same page in English (and back), Chinese
-search finding the chapter, and no English prose paragraph left untranslated on a chapter page.
-The browser helpers are tests/test_book.py's.
+MathJax and none cut off on a narrow screen, images loaded, no console error, no axe-core (WCAG
+A/AA) violation, nothing fetched from another host, the page declared Chinese, a link to the same
+page in English (and back), Chinese search finding the chapter, and no English prose paragraph left
+untranslated on a chapter page. Every figure has the English site's number; the interface (the
+theme's buttons, labels and search box, the navigation) is Chinese; the pages left in English say
+so. The browser helpers are tests/test_book.py's.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
+from bs4 import BeautifulSoup
 from test_book import (  # noqa: F401 (axe, browser: fixtures)
     PAGES,
     SHOTS,
@@ -29,19 +33,21 @@ from test_book import (  # noqa: F401 (axe, browser: fixtures)
     open_page,
 )
 
+from book._ext.chinese_interface import THEME_HARDCODED
+from book.pages import english_only_pages
+
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "build" / "book"
 CHAPTER_PAGES = [p for p in PAGES if p.startswith("notebooks/")]
+ENGLISH_PAGES = english_only_pages()
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def sites():
-    for args in ([], None, ["--lang", "zh"]):
-        command = [str(ROOT / "scripts" / "i18n.py"), "generate"] if args is None else \
-            [str(ROOT / "scripts" / "build_book.py"), *args]
-        done = subprocess.run([sys.executable, *command], cwd=ROOT, capture_output=True, text=True,
+    for command in (["book.build"], ["book.i18n", "generate"], ["book.build", "--lang", "zh"]):
+        done = subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True,
                               timeout=900)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "from the network" not in done.stderr, done.stderr  # book/_ext/offline_book.py
@@ -133,3 +139,123 @@ def test_chinese_search_finds_the_chapter(server, browser):  # noqa: F811
     finally:
         context.close()
     assert any("notebooks/01_attention_cues.html" in h for h in hits), hits
+
+
+# --------------------------------------------------------------------------- figure numbers
+def _figure_numbers(html_file: Path) -> list[tuple[str | None, str | None]]:
+    """(image, number) of each figure of a page, in order: the image file names a figure on both
+    sites (the same output, the same hashed file), the number is the caption's "Fig. N" / "图 N"."""
+    soup = BeautifulSoup(html_file.read_text(encoding="utf-8"), "html.parser")
+    found = []
+    for figure in soup.select("figure"):
+        number = figure.select_one(".caption-number")
+        digits = re.search(r"\d+", number.get_text()) if number else None
+        found.append((figure.img.get("src") if figure.img else None, digits and digits.group()))
+    return found
+
+
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_every_figure_has_the_english_sites_number(page, sites):
+    english, chinese = _figure_numbers(SITE / f"{page}.html"), _figure_numbers(SITE / "zh" / f"{page}.html")
+    assert english and all(number for _, number in english), f"{page}: unnumbered English figures"
+    wrong = [(i + 1, en, zh) for i, (en, zh) in enumerate(zip(english, chinese, strict=False)) if en != zh]
+    assert len(chinese) == len(english) and not wrong, (
+        f"zh/{page}: {len(chinese)} figures for the English {len(english)}; figure (position, English "
+        f"(image, number), Chinese (image, number)) that differ: {wrong[:5]}"
+    )
+
+
+# --------------------------------------------------------------------------- the interface
+# The words of the interface a reader meets on a page once its scripts ran: labels, tooltips and
+# placeholders of every element, and the text outside the page's article (navigation, header,
+# footer), plus the interface inside it (permalinks, copy buttons, captions' numbers, the pages'
+# foot links, widget notes, the search page's messages). Page and section titles are the book's
+# text (checked with the catalogues), not the interface: the links of the navigation, the book's
+# title and the language link are left out, and so is what is marked English (the pages left in
+# English).
+INTERFACE_JS = r"""
+(() => {
+  const article = document.querySelector('article.bd-article');
+  const inArticleUi = '.headerlink, .copybtn, .caption-number, .prev-next-subtitle, .widget-snapshot, '
+    + '.untranslated-note, #search-results > h2, #search-results > p, button, summary';
+  const content = 'nav.bd-docs-nav a, nav.page-toc a, .prev-next-title, .navbar-brand, .language-switch, '
+    + '[lang="en"], script, style, pre, code, mjx-container, title';
+  const out = new Set();
+  for (const el of document.body.querySelectorAll('*')) {
+    if (el.closest(content)) continue;
+    const ui = !(article && article.contains(el)) || el.closest(inArticleUi);
+    for (const a of ['aria-label', 'title', 'placeholder', 'data-bs-title', 'data-bs-original-title',
+                     'data-tooltip', 'aria-description']) {
+      const v = el.getAttribute(a);
+      if (v && (ui || a !== 'title')) out.add(`${el.tagName.toLowerCase()}[${a}]: ${v}`);
+    }
+    if (!ui) continue;
+    for (const n of el.childNodes) {
+      const t = n.nodeType === Node.TEXT_NODE ? n.textContent.trim() : '';
+      if (t) out.add(`${el.tagName.toLowerCase()}: ${t}`);
+    }
+  }
+  return [...out];
+})()
+"""
+ALLOWED_LATIN = re.compile(r"\bCtrl\b|\.(?:ipynb|md|pdf)\b|\bPDF\b|\bK\b")
+
+
+def english_words(text: str) -> bool:
+    """True if ``text`` (one interface string) is English: Latin words and no Chinese."""
+    text = ALLOWED_LATIN.sub(" ", text.split(": ", 1)[1])
+    return bool(re.search(r"[A-Za-z]{2,}", text)) and not re.search(r"[\u3400-\u9fff]", text)
+
+
+def test_english_interface_words_are_caught():
+    assert english_words("button[title]: Toggle primary sidebar")
+    assert english_words("nav[aria-label]: Main")
+    assert not english_words("button[title]: 打印为 PDF")
+    assert not english_words("kbd: Ctrl") and not english_words("span: .ipynb")
+
+
+@pytest.mark.parametrize("page", ["intro", CHAPTER_PAGES[0], *ENGLISH_PAGES, "genindex", "search?q=汇聚"])
+def test_the_interface_is_in_chinese(page, server, browser):  # noqa: F811
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        tab = context.new_page()
+        path = page.replace("?", ".html?") if "?" in page else f"{page}.html"
+        tab.goto(f"{server}/zh/{path}", wait_until="load")
+        if "?q=" in page:
+            tab.wait_for_selector("#search-results li", timeout=60_000)
+        tab.locator("button.theme-switch-button:visible").first.hover()  # tooltips are made on demand
+        tab.wait_for_timeout(300)
+        words = tab.evaluate(INTERFACE_JS)
+    finally:
+        context.close()
+    english = [w for w in words if english_words(w)]
+    assert not english, (f"zh/{page}: English interface words (translate them in locale/zh_CN/"
+                         f"LC_MESSAGES/interface.po, or list them in book/interface.py): {english}")
+    assert any("搜索本书" in w for w in words), words  # the search box's placeholder
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p not in ("genindex", "search")])
+def test_words_the_theme_writes_without_gettext_are_translated(page, sites):
+    zh, en = _html(page), _html(page, "en")
+    for attribute, english in THEME_HARDCODED:
+        written = f'{attribute}="{english}"'
+        assert written not in zh, f"zh/{page} still says {written} (book/_ext/chinese_interface.py)"
+    assert 'title="Toggle primary sidebar"' in en, "the English site's own words must stay English"
+
+
+@pytest.mark.parametrize("page", ENGLISH_PAGES)
+def test_a_page_left_in_english_says_so(page, sites):
+    soup = BeautifulSoup(_html(page), "html.parser")
+    note = soup.select_one("article .untranslated-note")
+    assert note and re.search(r"[\u3400-\u9fff]", note.get_text()), "no Chinese note that it is English"
+    assert note.find_next_sibling("div", lang="en"), "the English text is not marked lang=en"
+    for selector in ("#pst-page-toc-nav", "#jb-print-docs-body > h1", "#jb-print-toc nav"):
+        assert all(e.get("lang") == "en" for e in soup.select(selector)), f"{selector} not marked lang=en"
+    target = f"http://site/zh/{page}.html"
+    for here in ("intro", CHAPTER_PAGES[0], page):
+        nav = BeautifulSoup(_html(here), "html.parser").select("nav.bd-docs-nav a")
+        base = f"http://site/zh/{here}.html"
+        links = [a for a in nav if urljoin(base, a.get("href", "")).split("#")[0] == target]
+        assert links, f"no link to {page} in the navigation of zh/{here}"
+        assert all("英文" in a.get_text() for a in links), \
+            f"the navigation of zh/{here} does not mark {page} as English: {links}"

@@ -46,9 +46,14 @@ class FakeAccelerator(TorchFunctionMode):
         if len(devices) > 1 and func not in _HOST_ARGUMENTS:
             raise AssertionError(f"{getattr(func, '__name__', func)} mixes tensors on "
                                  f"{sorted(map(str, devices))}: a CPU tensor reached a model on a GPU")
-        to_host = func is torch.Tensor.to and any(
-            isinstance(a, (str, torch.device)) and torch.device(a).type == "cpu"
-            for a in (*args[1:], kwargs.get("device")) if a is not None)
+        targets = {torch.device(a).type for a in (*args[1:], kwargs.get("device"))
+                   if isinstance(a, (str, torch.device))}
+        to_host = func is torch.Tensor.to and "cpu" in targets
+        to_device = (func is torch.Tensor.to and "meta" in targets and tensors
+                     and tensors[0].device.type == "cpu")
+        if to_device and self.mode == "fail":  # a copy from pageable host memory waits for the GPU
+            raise AssertionError("Tensor.to copies a CPU tensor to the device during a forward pass "
+                                 "(a host-device sync): make it on the device")
         if (func in _READS or to_host) and tensors and tensors[0].device == META:
             self.reads += 1
             if self.mode == "fail":
@@ -227,6 +232,7 @@ def _chapter_9_cases(device) -> list:
             (A.efficient.PositionTagger(5, 4, "alibi", 8).to(device), (ids.clamp(max=4),)),
             (A.efficient.PositionTagger(5, 4, "rotary", 8).to(device), (ids.clamp(max=4),)),
             (A.sliding_window_mask, (3, 5, 2, device)),
+            (A.sliding_window_attention, (k, k, v, 2, 2)),
             (A.attention_pattern, ("dilated", 6, 2, 2, 1, device))]
 
 
@@ -258,6 +264,11 @@ def test_the_guard_sees_a_sync():
         lens = torch.tensor([5, 2], device=META)
         if lens.max() > 4:  # what the library's length checks used to do on every call
             pass
+
+
+def test_the_guard_sees_a_copy_from_the_host():
+    with FakeAccelerator(reads="fail"), pytest.raises(AssertionError, match="host-device sync"):
+        torch.tensor([0.5, 0.25]).to(META)  # what alibi_slopes(...).to(device) did on every call
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

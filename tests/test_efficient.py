@@ -98,6 +98,19 @@ def test_blockwise_memory_stays_linear_with_masks(masks):
     assert peaks[1] < 1024 * 1024  # one (n, n) bool mask
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_blockwise_sums_half_precision_in_float32(dtype):
+    """Many small blocks summed in bf16/fp16 drift; the running statistics stay float32, so the
+    result is the float32 one rounded once."""
+    q, k, v = (t * 2 for t in qkv(2, 2, 16, 32, seed=3))
+    k, v = k.repeat(1, 1, 16, 1), v.repeat(1, 1, 16, 1)  # 304 keys in 38 blocks of 8
+    mask = A.make_mask(torch.tensor([304, 150]), 2, 16, 304).unsqueeze(1)
+    out = E.blockwise_attention(q.to(dtype), k.to(dtype), v.to(dtype), mask, block_size=8)
+    exact = E.blockwise_attention(*(t.to(dtype).float() for t in (q, k, v)), mask, block_size=8)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out, exact.to(dtype), atol=0, rtol=0)
+
+
 def test_blockwise_ignores_nan_and_inf_that_the_mask_hides_from_every_query():
     q, k, v = qkv(2, 2, 5, 4)
     mask = A.make_mask(torch.tensor([8, 3]), 2, 5, 8).unsqueeze(1)  # (2, 1, 1, 8)
@@ -192,6 +205,65 @@ def test_rotary_window_cache_decoding_equals_full_recomputation(window, num_kv_h
     steps = [blk(X[:, :3], cache)] + [blk(X[:, i:i + 1], cache) for i in range(3, 13)]
     torch.testing.assert_close(torch.cat(steps, 1), full)
     assert cache.held == window - 1 and len(cache) == 13
+
+
+@pytest.mark.parametrize("nq, nk, window, block_size", [
+    (10, 10, 3, 4), (7, 12, 5, 2), (16, 16, 1, 4), (5, 5, 9, 2), (33, 40, 6, 8), (8, 8, 8, 128)])
+def test_sliding_window_attention_equals_the_masked_full_computation(nq, nk, window, block_size):
+    """Forward and backward equal full attention under the window mask, with queries that are the
+    last positions of the keys (a cache), windows wider than the sequence and uneven blocks."""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, n, d, generator=gen, requires_grad=True)
+               for n, d in ((nq, 8), (nk, 8), (nk, 5)))
+    out = E.sliding_window_attention(q, k, v, window, block_size=block_size)
+    expected = A.scaled_dot_product(q, k, v, E.sliding_window_mask(nq, nk, window))[0]
+    torch.testing.assert_close(out, expected)
+    grads = torch.autograd.grad(out.square().sum(), (q, k, v))
+    for a, b in zip(grads, torch.autograd.grad(expected.square().sum(), (q, k, v)), strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_sliding_window_attention_work_and_memory_grow_linearly():
+    """Doubling n doubles the score arithmetic and the peak memory (full attention: 4x), and the
+    arithmetic is that of about n (window + block) scores, not n^2."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    window, block, d = 32, 16, 8
+    flops, peaks = [], []
+    for n in (512, 1024):
+        q, k, v = (torch.randn(1, 1, n, d) for _ in range(3))
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            E.sliding_window_attention(q, k, v, window, block_size=block)
+        flops.append(counter.get_total_flops())
+        with torch.no_grad():
+            peaks.append(peak_memory(E.sliding_window_attention, q, k, v, window, block_size=block)[0])
+    assert flops[1] == pytest.approx(2 * flops[0], rel=0.02)
+    assert flops[1] <= 2 * 2 * d * 1024 * (window + block)  # two matmuls per score: q.k and p.v
+    assert flops[1] < 2 * 2 * d * 1024 * 1024 / 10
+    assert peaks[1] < 2.3 * peaks[0]
+
+
+def test_sliding_window_attention_ignores_keys_outside_every_window():
+    """Keys no query's window reaches may hold anything, NaN and inf included: with the queries
+    the last 4 of 16 positions and a window of 3, keys 0 .. 9 are seen by no query."""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(1, 2, 4, 8, generator=gen), *torch.randn(2, 1, 2, 16, 8, generator=gen)
+    expected = E.sliding_window_attention(q, k, v, 3, block_size=2)
+    k[..., :10, :], v[..., :10, :] = float("nan"), float("inf")
+    torch.testing.assert_close(E.sliding_window_attention(q, k, v, 3, block_size=2), expected)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"window": 0}, ValueError, "window must be a positive int"),
+    ({"window": 2.0}, TypeError, "window must be an int"),
+    ({"window": 3, "block_size": 0}, ValueError, "block_size must be a positive int"),
+])
+def test_sliding_window_attention_bad_arguments(kwargs, error, match):
+    q, k, v = qkv(2, 4, 8)
+    with pytest.raises(error, match=match):
+        E.sliding_window_attention(q, k, v, **kwargs)
+    with pytest.raises(ValueError, match="at least as many keys"):
+        E.sliding_window_attention(k, q, q, 2)
 
 
 def test_window_equals_masked_full_attention():
@@ -345,10 +417,49 @@ def test_position_tagger_and_alibi_bad_calls():
         att(X, X, X, cache=A.KVCache())
 
 
+@pytest.mark.parametrize("kind", ["softmax", "linear"])
+def test_memory_weights_are_what_the_read_averages(kind):
+    """weights() is the forward pass's attention: the values averaged with it give its read."""
+    torch.manual_seed(0)
+    memory = E.KeyValueMemory(10, 4, 8, kind).eval()
+    pairs, queries, _ = E.make_pair_recall_task(3, 5, 2, 10, 4, torch.Generator().manual_seed(0))
+    w = memory.weights(pairs, queries)
+    assert w.shape == (3, 2, 5) and (w > 0).all()
+    torch.testing.assert_close(w.sum(-1), torch.ones(3, 2))
+    read = w @ memory.value_embedding(pairs[..., 1])  # (3, 2, 8)
+    torch.testing.assert_close(memory.out(read), memory(pairs, queries), atol=1e-5, rtol=1e-4)
+
+
+def test_memory_feature_map_hook():
+    """Linear attention reads through the feature map it is given: m features make an (m, h)
+    state, e.g. positive random features of the softmax kernel (Performer)."""
+    W = torch.randn(32, 8, generator=torch.Generator().manual_seed(0))  # m = 32 random directions
+
+    def positive_random_features(x):
+        return torch.exp(x @ W.T - x.square().sum(-1, keepdim=True) / 2) / 32 ** 0.5  # (..., 32)
+
+    torch.manual_seed(0)
+    memory = E.KeyValueMemory(10, 4, 8, "linear", feature_map=positive_random_features)
+    pairs, queries, _ = E.make_pair_recall_task(3, 5, 2, 10, 4, torch.Generator().manual_seed(0))
+    q, k, v = memory.embed(pairs, queries)
+    state = positive_random_features(k).transpose(-2, -1) @ v  # (3, 32, 8)
+    read = positive_random_features(q) @ state / (positive_random_features(q)
+                                                 @ positive_random_features(k).sum(-2, keepdim=True).mT)
+    torch.testing.assert_close(memory(pairs, queries), memory.out(read), atol=1e-5, rtol=1e-4)
+    elu = E.KeyValueMemory(10, 4, 8, "linear")
+    elu.load_state_dict(memory.state_dict())  # the same parameters, the default feature map
+    assert not torch.allclose(elu(pairs, queries), memory(pairs, queries))
+    with pytest.raises(TypeError, match="feature_map must be a function"):
+        E.KeyValueMemory(10, 4, kind="linear", feature_map=3)
+
+
 def test_experiment_helpers_train_and_score():
     """The chapter's three experiments, at a few steps: they run and report sensible numbers."""
-    acc = E.train_memory("linear", 4, num_steps=3)
-    assert 0 <= acc <= 1
+    memory, acc = E.train_memory("linear", 4, num_steps=3)
+    assert isinstance(memory, E.KeyValueMemory) and 0 <= acc <= 1
+    pairs, queries, answers = E.memory_test_set(4)
+    with torch.no_grad():
+        assert (memory(pairs, queries).argmax(-1) == answers).float().mean().item() == acc
     accs = E.train_position_tagger("alibi", 8, (8, 16), num_steps=2)
     assert len(accs) == 2 and all(0 <= a <= 1 for a in accs)
     vocab = A.lm.char_vocab(["go .", "hi ."])

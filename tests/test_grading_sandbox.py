@@ -2,32 +2,29 @@
 
 One class is graded once (two jobs, 5 s per cell) and many tests read its grade table: every
 source notebook (full marks), untouched student versions (0) of three assignments, the
-attacks of ``scripts/autograde/attacks.py`` (each with its expected points per exercise; among
+attacks of ``coursegrader/attacks.py`` (each with its expected points per exercise; among
 them every route to a call that answers an exercise), one submission per assignment that calls
-what its exercise rules out, submissions through symbolic and hard links, and files that are
-not notebooks. The grader reads a *copy* of the sources and the attacks aim at
-decoy files next to it, so a broken defence can only damage ``tmp_path``.
+what its exercise rules out, submissions through symbolic and hard links, files that are
+not notebooks, and answers hard-coded to the self-checks. The grader reads a *copy* of the
+sources and the attacks aim at decoy files next to it, so a broken defence can only damage
+``tmp_path``.
 """
 import csv
 import hashlib
-import importlib.util
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from coursegrader import attacks, grading, sandbox
+from coursegrader.run import grade
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "assignments" / "source"
 NAMES = sorted(p.name for p in SOURCE.iterdir() if p.is_dir())
-
-spec = importlib.util.spec_from_file_location("assignments_cli", ROOT / "scripts" / "assignments.py")
-cli = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = cli
-spec.loader.exec_module(cli)  # puts scripts/ on sys.path, so autograde imports
-from autograde import attacks, sandbox  # noqa: E402
+CODE = [ROOT / d for d in ("attnlib", "scripts", "coursegrader", "assignments")]  # must not change
 
 pytestmark = pytest.mark.slow
 CH03 = attacks.NAME
@@ -107,9 +104,11 @@ def graded(tmp_path_factory):
         (subs / student / CH03).mkdir(parents=True)
     nbformat.write(attacks.untouched(SOURCE, CH03), subs / "twin" / CH03 / f"{CH03}.ipynb")
     os.link(subs / "twin" / CH03 / f"{CH03}.ipynb", subs / "hard_link_twin" / CH03 / f"{CH03}.ipynb")
-    before = digest(tmp, ROOT / "attnlib", ROOT / "scripts", ROOT / "assignments", skip=out)
+    (subs / "hard_coded" / CH03).mkdir(parents=True)
+    nbformat.write(hard_coded(SOURCE), subs / "hard_coded" / CH03 / f"{CH03}.ipynb")
+    before = digest(tmp, *CODE, skip=out)
     lines = []
-    run = cli.grade(subs, out, timeout=5, source=source, jobs=2, log=lines.append)
+    run = grade(subs, out, timeout=5, source=source, jobs=2, log=lines.append)
     return {"tmp": tmp, "out": out, "run": run, "rows": read_csv(run.csv), "expected": expected,
             "before": before, "lines": lines, "source": source, "subs": subs}
 
@@ -178,8 +177,7 @@ def test_no_submission_is_read_through_a_link(graded, student, where, why):
 
 
 def test_no_file_outside_the_output_folder_changed(graded):
-    after = digest(graded["tmp"], ROOT / "attnlib", ROOT / "scripts", ROOT / "assignments",
-                   skip=graded["out"])
+    after = digest(graded["tmp"], *CODE, skip=graded["out"])
     assert after == graded["before"]
 
 
@@ -252,8 +250,8 @@ def test_a_second_run_keeps_the_first(graded, tmp_path):
     one = tmp_path / "one"
     (one / "solver").mkdir(parents=True)
     shutil.copy(SOURCE / NAMES[0] / f"{NAMES[0]}.ipynb", one / "solver" / f"{NAMES[0]}.ipynb")
-    second = cli.grade(one, graded["out"], timeout=30, source=graded["source"], jobs=1, log=lambda *a: None,
-                       student="solver", assignment=NAMES[0])
+    second = grade(one, graded["out"], timeout=30, source=graded["source"], jobs=1, log=lambda *a: None,
+                   student="solver", assignment=NAMES[0])
     assert second.folder != first.folder and first.csv.is_file() and second.csv.is_file()
     assert ("solver", CH03) in read_csv(first.csv)
     assert list(read_csv(second.csv)) == [("solver", NAMES[0])]
@@ -265,4 +263,65 @@ def test_no_sandbox_refuses_with_a_reason(monkeypatch, tmp_path):
     monkeypatch.setattr(sandbox, "bwrap", lambda: None)
     (tmp_path / "s" / "x").mkdir(parents=True)
     with pytest.raises(SystemExit, match="bubblewrap.*--no-sandbox"):
-        cli.grade(tmp_path / "s", tmp_path / "out", log=lambda *a: None)
+        grade(tmp_path / "s", tmp_path / "out", log=lambda *a: None)
+
+
+# answers that return what each self-check expects, whatever the inputs
+HARD_CODED = {
+    "ex1_solution": "def my_masked_softmax(X, valid_lens=None):\n"
+                    "    return torch.tensor([[[0.5, 0.5, 0, 0]], [[1 / 3, 1 / 3, 1 / 3, 0]]])",
+    "ex2_solution": "def general_score(queries, keys, W):\n    return torch.full((1, 2, 4), 15.0)",
+    "ex3_solution": "def general_attention(queries, keys, values, W, valid_lens=None):\n"
+                    "    return torch.tensor([[[1.0, 2.0]]]), torch.tensor([[[0.5, 0.5, 0.0]]])",
+    "ex4_solution": "def scaled_dot_attention(queries, keys, values, valid_lens=None):\n"
+                    "    return torch.tensor([[[2.0, 3.0, 4.0, 5.0]], [[10.0, 11.0, 12.0, 13.0]]])",
+}
+
+
+def hard_coded(source):
+    nb = nbformat.read(source / CH03 / f"{CH03}.ipynb", as_version=4)
+    for c in nb.cells:
+        gid = c.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in HARD_CODED:
+            c.source = HARD_CODED[gid]
+    return nb
+
+
+def test_answers_fitted_to_the_self_checks_are_flagged_to_the_instructor_only(graded):
+    row = graded["rows"]["hard_coded", CH03]
+    assert (row["status"], row["total"]) == ("graded", "0"), row["notes"]
+    assert row["flags"] == grading.HARD_CODED
+    assert "self-check failed" not in row["notes"] and row["notes"].count("hidden tests failed") == 4
+    assert "hard-coded" in (graded["run"].folder / "report.md").read_text()
+    feedback = (graded["run"].feedback / "hard_coded" / f"{CH03}.md").read_text()
+    assert "hard-coded" not in feedback and "fitted" not in feedback
+    pair = graded["run"].folder / "work" / "hard_coded" / CH03
+    assert "hard-coded" not in (pair / "autograded" / f"{CH03}.ipynb").read_text()
+    # no honest submission is flagged
+    assert [s for (s, _), r in graded["rows"].items() if r["flags"]] == ["hard_coded"]
+
+
+def test_the_autograded_notebook_shows_verdicts_and_never_the_hidden_tests(graded):
+    """What formgrader and nbgrader generate_feedback read: the student's cells, the source's
+    metadata (not the student's edits), each test cell's verdict, no hidden test."""
+    work = graded["run"].folder / "work"
+    nb = nbformat.read(work / "edits_metadata" / CH03 / "autograded" / f"{CH03}.ipynb", as_version=4)
+    meta = {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]
+            for c in nb.cells if "nbgrader" in c.metadata}
+    assert meta["ex1_tests"]["points"] == 3 and meta["ex4_tests"]["locked"] and "ex9_tests" not in meta
+    ex4 = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex4_tests")
+    assert ex4.source.startswith("# Self-check") and "print('ok')" not in ex4.source
+    assert ex4.outputs[0]["text"].startswith("0 of 2 points: self-check failed")
+    # the solver handed in the instructor's notebook itself: its test cells lose their hidden part
+    solver = nbformat.read(work / "solver" / CH03 / "autograded" / f"{CH03}.ipynb", as_version=4)
+    text = nbformat.writes(solver)
+    assert "BEGIN HIDDEN TESTS" not in text and "torch.manual_seed(34)" not in text
+    lines = [o["text"] for c in solver.cells if c.cell_type == "code" for o in c.outputs]
+    assert lines == ["passed: 3 of 3 points\n", "passed: 2 of 2 points\n", "passed: 3 of 3 points\n",
+                     "passed: 2 of 2 points\n"]
+
+
+def test_a_failing_submission_leaves_its_traceback_for_the_instructor(graded):
+    text = (graded["run"].folder / "work" / "raises" / CH03 / "tracebacks.txt").read_text()
+    assert "raise ValueError('student bug')" in text and "ValueError: student bug" in text
+    assert "Traceback" not in (graded["run"].feedback / "raises" / f"{CH03}.md").read_text()

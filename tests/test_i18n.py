@@ -1,4 +1,4 @@
-"""The Chinese edition (scripts/i18n.py, docs/translating.md): complete, current, faithful catalogues.
+"""The Chinese edition (book/i18n.py, docs/translating.md): complete, current, faithful catalogues.
 
 * every catalogue is complete (nothing untranslated or fuzzy) and current with its English source,
   and its translations use the glossary's Chinese terms: one test per catalogue, so a failure names
@@ -20,9 +20,9 @@ from pathlib import Path
 import polib
 import pytest
 
+from book import i18n
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import i18n  # noqa: E402
 
 SOURCES = {s.catalogue: s for s in i18n.sources()}
 

@@ -154,6 +154,21 @@ def test_learnable_width_gets_finite_gradients(data, kernel):
     assert NWKernelRegression(width=0.5).w is None  # fixed width: nothing to train
 
 
+@pytest.mark.parametrize("kernel", ["boxcar", "constant"])
+def test_flat_kernels_refuse_a_learnable_width_but_work_fixed(data, kernel):
+    """Their weights do not move with the width, so loss.backward() would fail with PyTorch's
+    "does not require grad"; the module says why in __init__ instead, and a fixed width works."""
+    x_train, y_train, _, _ = data
+    keys, values = leave_one_out(x_train, y_train)
+    w = torch.tensor([2.0], requires_grad=True)
+    loss = ((kernel_weights(x_train, keys, kernel, 1.0 / w) * values).sum(-1) - y_train).pow(2).sum()
+    assert not loss.requires_grad  # the reason: no path from the loss back to the width
+    with pytest.raises(ValueError, match=rf"kernel '{kernel}' cannot have a learnable width"):
+        NWKernelRegression(kernel, width=0.5, learnable=True)
+    fixed = NWKernelRegression(kernel, width=0.5)(x_train, keys, values)  # (n,)
+    assert fixed.shape == y_train.shape and torch.isfinite(fixed).all()
+
+
 def train(net, x, keys, values, y, epochs=5, lr=0.5):
     opt = torch.optim.SGD(net.parameters(), lr=lr)
     losses = []
@@ -261,6 +276,10 @@ def test_cross_validated_width_has_lower_test_error_than_extremes(data):
     (lambda: kernel_weights(torch.rand(3), torch.rand(4), width="wide"), TypeError,
      r"width must be a number, got str"),
     (lambda: NWKernelRegression(width=0.0), ValueError, r"width must be positive, got 0.0"),
+    (lambda: NWKernelRegression("boxcar", learnable=True), ValueError,
+     r"kernel 'boxcar' cannot have a learnable width: .*no gradient"),
+    (lambda: NWKernelRegression("constant", width=0.5, learnable=True), ValueError,
+     r"kernel 'constant' cannot have a learnable width"),
     (lambda: loo_cv_mse(torch.rand(5), torch.rand(5), widths=[0.5, 0]), ValueError,
      r"width must be positive, got 0"),
     (lambda: loo_cv_mse(torch.rand(5), torch.rand(5), widths=[]), ValueError,

@@ -46,3 +46,41 @@ def test_make_quality_writes_the_json_attnlib_ships_and_the_report(tmp_path):
     assert load_quality(tmp_path / "quality.json") == {"d2l": json.loads(json.dumps(d2l))}
     report = (tmp_path / "results" / "quality.md").read_text()
     assert "d2l" in report and not (tmp_path / "results" / "quality.json").exists()
+
+
+def _quality_script():
+    spec = importlib.util.spec_from_file_location("quality_script", ROOT / "scripts" / "quality.py")
+    quality = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(quality)
+    return quality
+
+
+def test_the_dropout_ablation_runs_alone_and_merges_into_the_record(tmp_path, monkeypatch, one_thread):
+    """``--what dropout`` trains each arm, adds its section and keeps the others; the report shows it."""
+    quality = _quality_script()
+    monkeypatch.setattr(quality, "DATA_DEFAULTS", dict(DATA_DEFAULTS, num_pairs=400))
+    monkeypatch.setattr(quality, "training_args", lambda name: {"num_epochs": 1, "lr": 0.005})
+    json_path, out = tmp_path / "quality.json", tmp_path / "results"
+    quality.write(out, json_path, "d2l", load_quality()["d2l"])
+    monkeypatch.setattr("sys.argv", ["quality.py", "--what", "dropout", "--seeds", "0", "--models",
+                                     "bahdanau", "transformer", "--out", str(out), "--json", str(json_path)])
+    quality.main()
+    saved = load_quality(json_path)
+    assert set(saved) == {"d2l", "dropout"}  # the other sections are kept
+    runs = saved["dropout"]["runs"]
+    assert [(r["model"], r["dropout"], r["preset"]) for r in runs] == [("bahdanau", 0.0, True),
+                                                                       ("bahdanau", 0.1, False)]
+    for r in runs:
+        assert 0 < r["peak_weight"] <= 1 and 0 <= r["alignment"] <= 100 and 0 <= r["aer"] <= 1
+    report = (out / "quality.md").read_text()
+    assert "# Dropout on the attention weights" in report and "| 0 (preset) |" in report
+    assert "# d2l's experiment" in report
+
+
+def test_peak_weight_is_the_mean_largest_weight_of_the_scored_rows():
+    from attnlib.data import Pair
+
+    quality = _quality_script()
+    pair = Pair(src=("a", "b"), tgt=("x", "y", "z"), align=((0,), (), (1,)))
+    weights = torch.tensor([[0.9, 0.1, 0.0], [0.5, 0.5, 0.0], [0.3, 0.6, 0.1], [0.0, 0.0, 1.0]])
+    assert quality.peak_weight([weights], [pair]) == pytest.approx((0.9 + 0.6) / 2)  # row 1: no gold

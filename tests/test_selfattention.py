@@ -105,18 +105,58 @@ def test_positions_decide_reversal_but_not_counting(one_thread):
     assert acc["count", None] > 0.9
 
 
-def test_fit_tagger_side_by_side_gives_the_models_of_training_in_turn(one_thread):
+@pytest.mark.parametrize("cuda_used", [False, True])
+def test_fit_tagger_side_by_side_gives_the_models_of_training_in_turn(one_thread, cuda_used,
+                                                                      monkeypatch):
+    """Forked workers, or spawned ones once the process has used CUDA (a forked child cannot
+    inherit autograd's CUDA threads): the models of training in turn either way."""
+    started = []
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: cuda_used)
+    real_context = A.training.multiprocessing.get_context
+    monkeypatch.setattr(A.training.multiprocessing, "get_context",
+                        lambda method: started.append(method) or real_context(method))
     jobs = [dict(task=task, position=position, seq_len=6, vocab_size=5, num_steps=20)
             for task, position in [("reverse", "sinusoidal"), ("count", None), ("reverse", "rope")]]
     side_by_side = A.run_side_by_side(fit_tagger, jobs, device="cpu", workers=2)
-    for job, (model, losses) in zip(jobs, side_by_side, strict=True):
-        alone, alone_losses = fit_tagger(**job)
-        assert losses == alone_losses and len(losses) == 20
+    assert started == ["spawn" if cuda_used else "fork"]
+    for job, (model, losses, curve) in zip(jobs, side_by_side, strict=True):
+        alone, alone_losses, _ = fit_tagger(**job)
+        assert losses == alone_losses and len(losses) == 20 and curve == {}
         for a, b in zip(model.state_dict().values(), alone.state_dict().values(), strict=True):
             assert torch.equal(a, b)
     torch.manual_seed(0)  # fit_tagger is the recipe of chapter 6: seed 0, then train_tagger
     by_hand = SelfAttentionTagger(5, num_classes("count", 6, 5), position=None)
     assert train_tagger(by_hand, "count", 6, 5, num_steps=20) == side_by_side[1][1]
+
+
+def test_learning_curve_measures_without_changing_the_training(one_thread):
+    """The curve's point at k steps is the accuracy of the model a k-step run returns, and
+    measuring along the way leaves the losses and the final model as they are."""
+    test_set = make_order_task("reverse", 200, 6, 5, torch.Generator().manual_seed(5))
+    job = dict(task="reverse", seq_len=6, vocab_size=5, position="rope")
+    model, losses, curve = fit_tagger(**job, num_steps=25, test_set=test_set, eval_every=10)
+    assert sorted(curve) == [0, 10, 20, 25]  # before training, every 10 steps, and the last step
+    assert all(0.0 <= a <= 1.0 for a in curve.values())
+    plain_model, plain_losses, plain_curve = fit_tagger(**job, num_steps=25)
+    assert plain_curve == {} and losses == plain_losses
+    for a, b in zip(model.state_dict().values(), plain_model.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert curve[25] == tagger_accuracy(plain_model, *test_set)
+    short, _, _ = fit_tagger(**job, num_steps=10)
+    assert curve[10] == tagger_accuracy(short, *test_set)
+    assert curve[10] != curve[0] or curve[25] != curve[0]  # the model does learn
+
+
+@pytest.mark.parametrize("kwargs, error, pattern", [
+    (dict(eval_every=0), ValueError, r"eval_every must be a positive int .*got 0"),
+    (dict(eval_every=2.5), ValueError, r"eval_every must be a positive int"),
+    (dict(test_set=torch.zeros(3, 6)), TypeError, r"test_set must be a pair of tensors \(X, Y\)"),
+    (dict(test_set=(torch.zeros(3, 6), torch.zeros(3, 5))), ValueError,
+     r"test_set must be X, Y of one shape .*\(3, 6\) and \(3, 5\)"),
+])
+def test_fit_tagger_rejects_bad_curve_arguments(kwargs, error, pattern):
+    with pytest.raises(error, match=pattern):
+        fit_tagger("reverse", 6, 5, num_steps=1, **kwargs)
 
 
 def test_peak_memory_counts_live_tensors_only():

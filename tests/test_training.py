@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlib import presets, training
+from attnlib import best_device, presets, training
 from attnlib.data import TranslationData
 from attnlib.decoding import beam_search, greedy_decode, translate
 from attnlib.presets import (
@@ -105,7 +105,7 @@ def test_short_training_lowers_the_loss(data, make):
     assert len(history.train_loss) == len(history.val_loss) == len(history.seconds) == 4
     assert history.train_loss[-1] < history.train_loss[0]
     assert history.val_loss[-1] < before - 0.5
-    assert history.device == "cpu" and not model.training
+    assert history.device == best_device().type and not model.training
     real = sum(int((b[3] != 0).sum()) for b in data.train_dataloader())
     assert history.tokens == [real] * 4  # padding is not counted as throughput
     assert history.tokens_per_sec == pytest.approx(4 * real / sum(history.seconds))
@@ -148,7 +148,8 @@ def test_validation_loss_uses_the_causal_mask(data):
     """evaluate_loss equals the loss of decoding the references one token at a time."""
     model = tiny_transformer(data)
     train_seq2seq(model, data, 1, 0.01, progress=False)
-    src, tgt_in, vl, label = data.build(data.val[:8])
+    device = next(model.parameters()).device  # train_seq2seq's default: the best device here
+    src, tgt_in, vl, label = (t.to(device) for t in data.build(data.val[:8]))
     state, outs = model.encode(src, vl), []
     for t in range(tgt_in.shape[1]):
         out, state = model.decoder(tgt_in[:, t: t + 1], state)
@@ -177,6 +178,17 @@ def test_every_preset_builds_for_the_data(data, name):
     src, tgt_in, vl, _ = data.build(data.val[:3])
     assert model(src, tgt_in, vl).shape == (3, data.num_steps, len(data.tgt_vocab))
     assert set(training_args(name)) == {"num_epochs", "lr"}
+
+
+def test_each_rnn_preset_reads_the_source_as_its_paper_does_and_any_can_be_switched(data):
+    """Bahdanau et al.'s encoder reads both ways, Sutskever's and Luong's one way (chapter 4's table);
+    ``bidirectional`` is a setting of every RNN preset, so one factor can be changed at a time."""
+    for name in ("no_attention", "bahdanau", "luong_dot", "luong_general"):
+        assert build_model(name, data).encoder.bidirectional == (name == "bahdanau"), name
+        switched = build_model(name, data, bidirectional=name != "bahdanau").eval()
+        assert switched.encoder.bidirectional == (name != "bahdanau")
+        src, tgt_in, vl, _ = data.build(data.val[:2])
+        assert switched(src, tgt_in, vl).shape == (2, data.num_steps, len(data.tgt_vocab))
 
 
 def test_preset_errors(data):
@@ -280,6 +292,21 @@ def test_the_recipe_covers_every_module_that_training_imports():
         uses |= {v.__name__ for v in vars(module).values() if inspect.ismodule(v)}
         missing = {m.split(".")[1] for m in uses if m and m.startswith("attnlib.")} - set(TRAINING_CODE)
         assert not missing, f"attnlib.{name} uses {sorted(missing)}: add them to TRAINING_CODE"
+
+
+def test_the_recipe_hashes_code_not_its_comments_or_docstrings(tmp_path):
+    def hashed(name, text):
+        (tmp_path / name).write_bytes(text.encode())
+        return presets._code_only(tmp_path / name)
+
+    code = 'import torch\n\n\ndef f(x):\n    return x + 1\n'
+    explained = ('"""A module, ünïcode."""\nimport torch  # the tensors\n\n\ndef f(x):\n'
+                 '    """Add one.\n\n    Over two lines."""\n    # why\n    return x + 1  # one more\n')
+    windows = explained.replace("\n", "\r\n")
+    assert hashed("a.py", code) == hashed("b.py", explained) == hashed("c.py", windows)
+    assert hashed("d.py", code.replace("x + 1", "x + 2")) != hashed("a.py", code)
+    quoted = 'def f():\n    return "# not a comment"\n'
+    assert hashed("e.py", quoted) != hashed("f.py", 'def f():\n    return ""\n')
 
 
 def test_shipped_weights_load_only_for_their_recipe(data, tmp_path, monkeypatch):

@@ -1,4 +1,6 @@
 """Chapter 8's Vision Transformer: patches, model, attention rollout."""
+import inspect
+
 import pytest
 import torch
 
@@ -47,6 +49,14 @@ def test_rollout_rows_sum_to_one_and_identity():
     assert torch.allclose(attention_rollout(layers[:1], residual=False), layers[0].mean(1))
     with pytest.raises(ValueError, match="at least one"):
         attention_rollout([])
+
+
+def test_rollout_listing_is_the_computation():
+    # chapter 8 shows attention_rollout's source: its argument checks live in one helper call
+    source = inspect.getsource(attention_rollout)
+    assert "raise" not in source and source.count("check") == 1, source
+    with pytest.raises(ValueError, match=r"attentions\[2\] has shape \(1, 2, 4, 4\), unlike"):
+        attention_rollout([torch.rand(1, 2, 3, 3).softmax(-1)] * 2 + [torch.rand(1, 2, 4, 4)])
 
 
 def test_vit_learns_digits_quickly(one_thread):

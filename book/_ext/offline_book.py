@@ -10,7 +10,8 @@
   table or a widget snapshot's note would repeat the caption. Figures without an image are
   unwrapped before the figures are numbered.
 * Chinese text in English pages (the glossaries) is marked ``lang="zh-Hans"``, so a screen reader
-  reads it as Chinese (WCAG 3.1.2, language of parts).
+  reads it as Chinese (WCAG 3.1.2, language of parts). The mark is an inline node that keeps its
+  text: a figure whose caption is all Chinese still has a caption to number.
 """
 
 import re
@@ -19,9 +20,12 @@ from bs4 import BeautifulSoup
 from docutils import nodes
 from docutils.transforms import Transform
 from sphinx.application import Sphinx
+from sphinx.locale import get_translation
+from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
+_ = get_translation("sphinx")  # the Chinese site's words: book/interface.py
 
 
 def _is_thebe(asset) -> bool:
@@ -48,7 +52,7 @@ def name_toc_toggles(html: str) -> str:
         link = item.find("a", recursive=False) if item else None
         title = link.get_text(" ", strip=True) if link else ""
         hidden = soup.new_tag("span", attrs={"class": "visually-hidden"})
-        hidden.string = f"Sections of {title}" if title else "Sections"
+        hidden.string = _("Sections of %(title)s") % {"title": title} if title else _("Sections")
         summary.insert(0, hidden)
     return str(soup)
 
@@ -95,12 +99,16 @@ CHINESE = re.compile(
 SKIP = (nodes.FixedTextElement, nodes.literal, nodes.math, nodes.raw, nodes.title, nodes.comment)
 
 
-class MarkChinese(Transform):
-    """Wrap each run of Chinese in running text in ``<span lang="zh-Hans">``."""
+class MarkChinese(SphinxTransform):
+    """Wrap each run of Chinese in the running text of an English page in ``<span lang="zh-Hans">``
+    (docutils writes a ``language-`` class as the ``lang`` attribute). A Chinese page declares its
+    language once, on ``<html>``."""
 
     default_priority = 510
 
     def apply(self, **kwargs) -> None:
+        if (self.config.language or "en").startswith("zh"):
+            return
         for text in list(self.document.findall(nodes.Text)):
             parent = text.parent
             if parent is None or not CHINESE.search(text) or any(
@@ -110,8 +118,7 @@ class MarkChinese(Transform):
             pieces, last = [], 0
             for match in CHINESE.finditer(text):
                 pieces.append(nodes.Text(text[last:match.start()]))
-                span = f'<span lang="zh-Hans">{match.group(0)}</span>'
-                pieces.append(nodes.raw(match.group(0), span, format="html"))
+                pieces.append(nodes.inline(match.group(0), match.group(0), classes=["language-zh-Hans"]))
                 last = match.end()
             pieces.append(nodes.Text(text[last:]))
             parent.replace(text, [p for p in pieces if not isinstance(p, nodes.Text) or str(p)])

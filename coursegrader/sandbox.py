@@ -28,11 +28,12 @@ import time
 from pathlib import Path
 
 import torch
-from autograde.runner import CALLBACK, STUDENT
+
+from coursegrader.runner import CALLBACK, STUDENT
 
 RUNNER = Path(__file__).with_name("runner.py")
 OWNWORK = Path(__file__).with_name("ownwork.py")  # the exercise rule, imported by the runner
-ATTNLIB = Path(__file__).resolve().parents[2] / "attnlib"
+ATTNLIB = Path(__file__).resolve().parents[1] / "attnlib"
 MEMORY = 6 << 30  # bytes of address space (importing torch alone maps about 3.3 GB)
 PROCESSES = 64  # processes and threads of the sandbox's user
 OUTPUT = 4 << 20  # bytes any one file may grow to, the student's printed output included
@@ -59,11 +60,12 @@ class AnswerUsed(Exception):  # noqa: N818 - not an error of the grader's
 
 
 class StudentError(Exception):
-    """The student's code raised ``ename: message`` inside the sandbox."""
+    """The student's code raised ``ename: message`` inside the sandbox; ``where`` is the
+    traceback through the student's cells (for the instructor, never for the student)."""
 
-    def __init__(self, ename: str, message: str):
+    def __init__(self, ename: str, message: str, where: str = ""):
         super().__init__(f"{ename}: {message}" if message else ename)
-        self.ename, self.message = ename, message
+        self.ename, self.message, self.where = ename, message, where
 
 
 def bwrap() -> str | None:
@@ -274,8 +276,8 @@ class Sandbox:
         """Execute one cell; raise ``StudentError`` if it raised, ``SandboxError`` if it broke."""
         self._send(("run", source))
         reply = self._receive(timeout)
-        if reply[0] == "error" and len(reply) == 3:
-            raise StudentError(str(reply[1]), str(reply[2]))
+        if reply[0] == "error" and len(reply) == 4:
+            raise StudentError(str(reply[1]), str(reply[2]), str(reply[3]))
         if reply != ("done",):
             raise SandboxError("garbage", "unexpected reply to a cell")
 
@@ -284,7 +286,7 @@ class Sandbox:
         (``ownwork.py``), and the student's cells are watched for ways round it."""
         self._send(("answers", {k: list(v) for k, v in answers.items()}, True))
         reply = self._receive(timeout)
-        if reply[0] == "error" and len(reply) == 3:
+        if reply[0] == "error" and len(reply) == 4:
             raise SandboxError("garbage", f"the exercise rule could not start ({reply[1]}: {reply[2]})")
         if reply != ("done",):
             raise SandboxError("garbage", "unexpected reply to the exercise rule")
@@ -297,8 +299,8 @@ class Sandbox:
             reply = self._receive(max(deadline - time.monotonic(), 0.0))
             if reply[0] == "return" and len(reply) == 2:
                 return reply[1]
-            if reply[0] == "raise" and len(reply) == 3:
-                raise StudentError(str(reply[1]), str(reply[2]))
+            if reply[0] == "raise" and len(reply) == 4:
+                raise StudentError(str(reply[1]), str(reply[2]), str(reply[3]))
             if reply[0] == "answer" and len(reply) == 3:
                 raise AnswerUsed(str(reply[1]), str(reply[2]))
             if reply[0] == "callback" and len(reply) == 4 and reply[1] in self.callbacks:
@@ -311,11 +313,12 @@ class Sandbox:
             raise SandboxError("garbage", "unexpected reply to a call")
 
     def _encode(self, value):
-        """Arguments for the sandbox: test functions become callbacks, the rest is copied."""
-        from autograde.grader import StudentFunction
-
-        if isinstance(value, StudentFunction):
-            return STUDENT + value.name
+        """Arguments for the sandbox: the student's own functions (objects that carry a
+        ``student_function`` name, ``session.StudentFunction``) go by name, test functions
+        become callbacks, the rest is copied."""
+        name = value.__dict__.get("student_function") if hasattr(value, "__dict__") else None
+        if isinstance(name, str):
+            return STUDENT + name
         if type(value) in (list, tuple):
             return type(value)(self._encode(v) for v in value)
         if type(value) is dict:

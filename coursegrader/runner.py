@@ -10,8 +10,8 @@ Protocol (see ``sandbox.py``): frames of an 8-byte big-endian length and a ``tor
 payload, read from fd ``REQ_FD`` and written to fd ``REP_FD``. Requests (from the grader,
 trusted): ``("answers", {function: [dotted names]}, watch_cells)``, ``("run", source)``,
 ``("call", name, args, kwargs)``, ``("callback_return", value)``, ``("callback_raise", ename,
-message)``. Replies: ``("done",)``, ``("error", ename, message)``, ``("return", value)``,
-``("raise", ename, message)``, ``("answer", what, kind)`` (the call used ``what``, a call
+message)``. Replies: ``("done",)``, ``("error", ename, message, traceback)``, ``("return",
+value)``, ``("raise", ename, message, traceback)``, ``("answer", what, kind)`` (the call used ``what``, a call
 its exercise rules out (kind ``"answer"``) or a way to switch the check off (``"check"``)),
 ``("callback", id, args, kwargs)``.
 
@@ -28,6 +28,7 @@ answer out of the check's sight); a process a cell left running is killed before
     python runner.py REQ_FD REP_FD MEMORY_BYTES MAX_PROCESSES OUTPUT_BYTES
 """
 import io
+import linecache
 import os
 import resource
 import signal
@@ -179,6 +180,40 @@ def main() -> None:
             return {k: resolve(v) for k, v in value.items()}
         return value
 
+    sources: dict[str, list[str]] = {}  # "<submitted cell N>" -> its lines, for tracebacks
+
+    def compiled(source):
+        """``source`` compiled as ``<submitted cell N>``: tracebacks name the cell, and the
+        student's own debugger or traceback in a cell shows its lines (``linecache``)."""
+        name = f"<submitted cell {len(sources) + 1}>"
+        sources[name] = source.splitlines()
+        linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+        return compile(source, name, "exec")
+
+    def where(ename: str, text: str) -> str:
+        """The traceback of the exception being handled, for the instructor: the frames of the
+        student's cells with their lines, then the error. Read without running any student code
+        (no ``__str__``, no loader) and with the audit hook off for the runner's own frame reads."""
+        frames = []
+        audit["busy"] = True
+        try:
+            tb = sys.exc_info()[2]
+            while tb is not None:
+                code = tb.tb_frame.f_code
+                frames.append((code.co_filename, tb.tb_lineno, code.co_name))
+                tb = tb.tb_next
+        finally:
+            audit["busy"] = False
+        lines = ["Traceback (the student's cells):"]
+        for filename, number, name in frames:
+            if filename in sources:
+                lines.append(f'  File "{filename}", line {number}, in {name}')
+                if 0 < number <= len(sources[filename]):
+                    lines.append("    " + sources[filename][number - 1].strip())
+        if frames and frames[-1][0] not in sources:
+            lines.append(f'  File "{frames[-1][0]}", line {frames[-1][1]}, in {frames[-1][2]}')
+        return "\n".join(lines + [f"{ename}: {text}" if text else ename])[-6000:]
+
     try:  # notebooks use magics now and then: let IPython translate them when it can
         from IPython.core.inputtransformer2 import TransformerManager
         translate = TransformerManager().transform_cell
@@ -225,7 +260,7 @@ def main() -> None:
                 switches, watch_cells = ownwork.answer_targets(RAW), bool(message[2])
                 send(("done",))
             elif message[0] == "run":
-                exec(compile(translate(message[1]), "<cell>", "exec"), namespace)  # noqa: S102
+                exec(compiled(translate(message[1])), namespace)  # noqa: S102
                 audit["on"] = SWITCHES if watch_cells else ()
                 send(("done",))
             elif message[0] == "call":
@@ -234,8 +269,8 @@ def main() -> None:
                 result, used = call(message[1], resolve(message[2]), resolve(message[3]))
                 send(("answer", *used) if used else ("return", plain(result)))
         except BaseException as err:  # noqa: BLE001 - everything goes back as plain text
-            text = str(err)[:2000]
-            send(("error" if message[0] in ("run", "answers") else "raise", type(err).__name__, text))
+            ename, text = type(err).__name__, str(err)[:2000]
+            send(("error" if message[0] in ("run", "answers") else "raise", ename, text, where(ename, text)))
 
 
 if __name__ == "__main__":

@@ -1,19 +1,19 @@
-"""The grader as it was before the sandbox (``assignments.py grade --legacy``), kept so that
+"""The grader as it was before the sandbox (``python -m coursegrader grade --legacy``), kept so that
 ``bench/grading.py`` can measure the new grader against it in the same run. It runs the
 tests in the student's own kernel and is NOT safe for untrusted submissions.
 
 ``grade`` reads ``SUBMISSIONS/STUDENT/ASSIGNMENT/*.ipynb`` (nbgrader's ``submitted``
-layout; ``SUBMISSIONS/STUDENT/ASSIGNMENT.ipynb`` works too), builds a fresh course
-directory under ``OUT/course`` from the current sources (``course.generate``), and
+layout; ``SUBMISSIONS/STUDENT/ASSIGNMENT.ipynb`` works too), builds a course directory in a
+new run folder ``OUT/runs/STAMP/course`` from the current sources (``course.generate``), and
 autogrades every (student, assignment) pair, one after the other, in its own ``nbgrader
 autograde`` process, so one broken submission cannot stop the others. The originals are
 copied, never modified. It writes
 
-* ``OUT/grades.csv``: one row per (student, assignment): points per exercise, total,
+* ``RUN/grades.csv``: one row per (student, assignment): points per exercise, total,
   maximum, a status and a ``notes`` column saying why points were lost;
-* ``OUT/feedback/STUDENT/ASSIGNMENT.md``: the same for the student, with the error of
+* ``RUN/feedback/STUDENT/ASSIGNMENT.md``: the same for the student, with the error of
   every failed cell;
-* ``OUT/course/autograded/STUDENT/ASSIGNMENT/``: the executed notebooks.
+* ``RUN/course/autograded/STUDENT/ASSIGNMENT/``: the executed notebooks.
 
 A submission that is not a notebook (a text file, broken JSON) scores 0 with the reason;
 a cell that raises costs that exercise only; a cell that runs past ``--timeout`` seconds
@@ -24,15 +24,26 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
 import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from autograde.course import EXERCISE, SOURCE, assignment_names, generate, nbgrader_command, nbgrader_env
-from autograde.pairs import Result, _find_submission, _short, _stage, write_feedback
+
+from coursegrader.course import SOURCE, assignment_names, generate, nbgrader_command, nbgrader_env
+from coursegrader.reports import new_run_folder, write_feedback
+from coursegrader.result import Result
+from coursegrader.result import short as _short
+from coursegrader.spec import EXERCISE
+from coursegrader.submissions import find_submission, stage
+
+
+def _env() -> dict:
+    """nbgrader's environment, with its own autograde let through (``noautograde``)."""
+    env = nbgrader_env()
+    env["COURSEGRADER_NBGRADER_AUTOGRADE"] = "1"
+    return env
 
 SANDBOX = "no"  # the Result's sandbox column: this grader has none
 
@@ -40,7 +51,7 @@ SANDBOX = "no"  # the Result's sandbox column: this grader has none
 def _autograde(course: Path, name: str, student: str, timeout: float, cell_timeout: float):
     """``nbgrader autograde`` of one pair in its own process group, all of it killed after
     ``timeout`` seconds. Returns ``(returncode or None on timeout, combined output)``."""
-    env = nbgrader_env()
+    env = _env()
     env["ATTN_CELL_TIMEOUT"] = str(int(cell_timeout))  # read by assignments/nbgrader_config.py
     proc = subprocess.Popen(nbgrader_command(course, ["autograde", name, "--student", student, "--force"]),
                             cwd=course, env=env, stdout=subprocess.PIPE,
@@ -108,7 +119,8 @@ def _grade_one(course: Path, student: str, name: str, submission: Path | None,
     zero = dict.fromkeys(exs, 0.0)
     if submission is None:
         return Result(student, name, zero, max_score, "no submission", ["nothing handed in"], SANDBOX)
-    nb, notes = _stage(submission, course / "submitted" / student / name, name)
+    staged = stage(submission, course / "submitted" / student / name, name)
+    nb, notes = staged.nb, staged.notes
     if nb is None:
         return Result(student, name, zero, max_score, "not a notebook", notes, SANDBOX)
     present = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells}
@@ -126,7 +138,7 @@ def _grade_one(course: Path, student: str, name: str, submission: Path | None,
     from nbgrader.api import Gradebook  # SQLAlchemy: imported only once there is a grade to read
 
     scores = dict(zero)
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "attention-book") as gb:
         sub = gb.find_submission_notebook(name, name, student)
         by_id = {g.name: float(g.score or 0.0) for g in sub.grades}
     errors = _cell_errors(nbformat.read(graded, as_version=4), timeout)
@@ -178,12 +190,15 @@ def grade(submissions: Path, out: Path, timeout: float = 30.0, source: Path = SO
     names = assignment_names(source)
     students = sorted(p.name for p in submissions.iterdir()
                       if (p.is_symlink() or p.is_dir()) and not p.name.startswith("."))
-    handed = {s: {n: _find_submission(submissions / s, n) for n in names} for s in students}
+    handed = {s: {n: find_submission(submissions / s, n) for n in names} for s in students}
     wanted = [n for n in names if any(handed[s][n] for s in students)]
+    out = new_run_folder(Path(out))  # a fresh folder: nothing of an earlier run is replaced
     course = out / "course"
-    shutil.rmtree(out / "feedback", ignore_errors=True)  # no stale feedback from an earlier run
     log(f"generating {len(wanted)} assignment(s) into {course}")
-    generate(course, source, wanted) if wanted else course.mkdir(parents=True, exist_ok=True)
+    if wanted:
+        generate(course, source, wanted, log=lambda *a: None, env=_env())
+    else:
+        course.mkdir(parents=True, exist_ok=True)
     all_exs = {n: exercises(source, n) for n in wanted}
     results = []
     for s in students:

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The check on a lent GPU machine, in one command (the device tool of this workplace; see
+# docs/bench.md): the test suite on CUDA, chapters 5, 7 and 9, and the GPU benchmark, each
+# within a time limit so that one slow part leaves the others their results. From the repository
+# root there, with the wheels of ../shared/gpu/wheels.sh carried in .gpu/:
+#   bash bench/gpu_run.sh            (OUT: the folder whose files come back; END_S: seconds in all)
+# Back here: python -m bench --merge-gpu RUN_DIR  (RUN_DIR: the bench/ folder that came back, with
+# notebook_times.json and a tests.json summary beside bench.json), which rewrites results/bench.md.
+cd "$(dirname "$0")/.."
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .gpu/whl/*.whl || exit 3
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+mkdir -p "$OUT/bench"
+{
+  date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  echo "== tests"; T0=$SECONDS
+  MPLBACKEND=Agg timeout "${TESTS_S:-150}" python3 -m pytest -o addopts=-ra -q -n 8 -p no:cacheprovider \
+    tests --ignore=tests/test_book.py --ignore=tests/test_book_zh.py --ignore=tests/test_lab.py \
+    --ignore=tests/test_assignments.py --ignore=tests/test_environment.py \
+    --ignore=tests/test_grading_sandbox.py --ignore=tests/test_package.py --ignore=tests/test_i18n.py \
+    --continue-on-collection-errors
+  echo "tests rc=$? in $((SECONDS - T0)) s"
+  echo "== chapters"; T0=$SECONDS
+  timeout "${NB_S:-150}" python3 -m bench.notebooks "$OUT/bench" ${CHAPTERS:-05 07 09}
+  echo "chapters rc=$? in $((SECONDS - T0)) s"
+  echo "== bench"; T0=$SECONDS
+  MPLBACKEND=Agg timeout "$(( ${END_S:-440} - SECONDS ))" python3 -m bench --parts attention,training \
+    --gpu-only --gpu-dtypes "${DTYPES:-bfloat16,float32}" --out "$OUT/bench"
+  echo "bench rc=$? in $((SECONDS - T0)) s"
+} 2>&1 | grep -v -E "^(USDT|WARNING: Location)" | tee "$OUT/run.log" | tail -c 11000

@@ -1,0 +1,233 @@
+"""Chapter 3: scoring functions, the masked softmax, additive and scaled dot-product attention."""
+
+import math
+
+from . import diagram
+from .draw import LINE, MUTED, ROLES, Diagram, signed, viridis
+
+SCORES = [1.2, -0.4, 0.6, -1.1]
+
+
+def _softmax(s: list[float]) -> list[float]:
+    e = [math.exp(v - max(s)) for v in s]
+    return [v / sum(e) for v in e]
+
+
+@diagram(720, 330)
+def ch03_scoring_pipeline(d: Diagram) -> None:
+    """Score, masked softmax, weighted sum: the three steps every attention layer takes."""
+    m, cell = 4, 24
+    ys = [64 + i * 52 for i in range(m)]  # the rows of the keys, scores, weights, values
+    names = ["1", "2", "3", "m"]
+    # query and keys
+    d.cells(230, 22, 4, "query", cell=16)
+    d.math(222, 36, r"\mathbf{q}", 17, anchor="end", fill=ROLES["query"][2])
+    d.label(302, 35, "query", 12, anchor="start", fill=ROLES["query"][2])
+    for y, i in zip(ys, names, strict=True):
+        d.cells(118, y + 4, 4, "key", cell=16)
+        d.math(110, y + 17, rf"\mathbf{{k}}_{i}", 14, anchor="end", fill=ROLES["key"][2])
+    d.label(150, 48, "keys", 12, fill=ROLES["key"][2])
+    # the scoring function, one box for all pairs
+    bx, bw = 214, 96
+    d.box(
+        bx,
+        ys[0] - 8,
+        bw,
+        ys[-1] - ys[0] + 40,
+        "module",
+        title="scoring function",
+        tex=r"a(\mathbf{q}, \mathbf{k}_i)",
+        size=13,
+        title_width=84,
+    )
+    d.arrow((262, 38), (262, ys[0] - 8), color=ROLES["query"][1], sw=1.8)
+    for y in ys:
+        d.arrow((184, y + 12), (bx, y + 12), color=ROLES["key"][1])
+    # scores (signed, RdBu_r), softmax, weights (viridis)
+    sx = 350
+    w = _softmax(SCORES)
+    d.label(sx + cell / 2, 52, "scores", 12)
+    for y, s, a in zip(ys, SCORES, w, strict=True):
+        d.arrow((bx + bw, y + 12), (sx, y + 12), color=LINE)
+        d.cells(
+            sx,
+            y,
+            1,
+            "plain",
+            cell=cell,
+            colours=[signed(s, 1.5)],
+            values=[f"{s:+.1f}"],
+            size=9,
+            stroke="#555555",
+        )
+        d.arrow((sx + cell, y + 12), (420, y + 12), color=LINE)
+        d.weights(500, y, [a], cell=cell, numbers=True, size=9)
+        d.arrow((474, y + 12), (500, y + 12), color=LINE)
+    d.box(420, ys[0] - 8, 54, ys[-1] - ys[0] + 40, "module", title="masked softmax", size=12, title_width=50)
+    d.label(512, 52, "weights", 12)
+    d.math(512, ys[-1] + 52, r"\alpha(\mathbf{q}, \mathbf{k}_i)", 13)
+    d.math(sx + 12, ys[-1] + 52, r"a(\mathbf{q}, \mathbf{k}_i)", 13)
+    # values and the weighted sum
+    vx = 560
+    d.label(vx + 32, 52, "values", 12, fill=ROLES["value"][2])
+    for y, i in zip(ys, names, strict=True):
+        d.text(542, y + 17, "×", 14, kind="m")
+        d.cells(vx, y + 4, 4, "value", cell=16)
+        d.math(vx + 70, y + 17, rf"\mathbf{{v}}_{i}", 14, anchor="start", fill=ROLES["value"][2])
+    d.op(vx + 32, 298, "∑", r=13, size=16)
+    d.arrow((vx + 32, ys[-1] + 22), (vx + 32, 285), color=LINE)
+    d.arrow((vx + 45, 298), (622, 298), color=ROLES["output"][1], sw=1.8)
+    d.cells(626, 290, 4, "output", cell=16)
+    d.label(658, 282, "output", 12, fill=ROLES["output"][2])
+    # the steps, named as attnlib names them
+    d.code(262, 312, "score", 12, fill=MUTED)
+    d.code(470, 322, "attend", 12, fill=MUTED)
+    d.brace(214, 300, 310, 300, depth=-5)
+    d.brace(420, 308, 620, 308, depth=-5)
+
+
+@diagram(720, 300)
+def ch03_masked_softmax(d: Diagram) -> None:
+    """One row of six scores whose last three keys are padding, and a row whose every key is
+    padding, through masked_softmax; and what a fully masked row gives in three implementations."""
+    cell = 28
+    scores = [1.2, -0.3, 0.8, 0.5, 2.0, -1.0]
+    valid = 3
+    w = _softmax(scores[:valid]) + [0.0] * (len(scores) - valid)
+    x_s, x_w = 116, 412
+    d.label(x_s + 3 * cell, 28, "scores", 13, weight="bold")
+    d.label(x_w + 3 * cell, 28, "weights", 13, weight="bold")
+    # row 1: valid length 3
+    y1 = 48
+    d.label(20, y1 + 12, "valid length 3", 12, anchor="start")
+    d.cells(
+        x_s,
+        y1,
+        6,
+        "plain",
+        cell=cell,
+        colours=[signed(s, 2) for s in scores],
+        values=[f"{s:+.1f}" for s in scores],
+        size=10,
+        stroke="#555555",
+    )
+    for j in range(valid, 6):  # padding: drawn over in grey
+        d.rect(x_s + j * cell, y1, cell, cell, fill="#d9d9d9", stroke="#8c8c8c", sw=1, rx=1.5, opacity=0.75)
+    d.box(x_s + 6 * cell + 16, y1 - 2, 84, cell + 4, "module", code="masked_softmax", size=10)
+    d.arrow((x_s + 6 * cell + 2, y1 + cell / 2), (x_s + 6 * cell + 14, y1 + cell / 2), color=LINE)
+    d.arrow((x_s + 6 * cell + 102, y1 + cell / 2), (x_w - 2, y1 + cell / 2), color=LINE)
+    d.cells(
+        x_w,
+        y1,
+        6,
+        "plain",
+        cell=cell,
+        colours=[viridis(a) for a in w[:valid]] + ["#ffffff"] * 3,
+        values=[f"{a:.2f}" for a in w[:valid]] + ["0"] * 3,
+        size=10,
+        stroke="#555555",
+        hatch=None,
+    )
+    d.brace(x_s + valid * cell + 1, y1 + cell + 6, x_s + 6 * cell - 1, y1 + cell + 6, depth=-5)
+    d.label(x_s + 4.5 * cell, y1 + cell + 22, "padding", 12, fill=MUTED)
+    d.brace(x_s + 1, y1 + cell + 6, x_s + valid * cell - 1, y1 + cell + 6, depth=-5)
+    d.label(x_s + 1.5 * cell, y1 + cell + 22, "valid keys", 12, fill=MUTED)
+    d.label(x_w + 3 * cell, y1 + cell + 22, "the padding gets exactly 0", 12, fill=MUTED)
+    # row 2: nothing valid, three answers
+    y2 = 150
+    d.label(20, y2 + 12, "valid length 0", 12, anchor="start")
+    d.cells(x_s, y2, 6, "plain", cell=cell, colours=["#d9d9d9"] * 6, values=[""] * 6, stroke="#8c8c8c")
+    d.label(x_s + 3 * cell, y2 + cell + 18, "every key is padding", 12, fill=MUTED)
+    answers = [
+        ("attnlib", ["0"] * 6, ["#ffffff"] * 6, "zeros: no weight at all"),
+        ("d2l", [".17"] * 6, [viridis(1 / 6)] * 6, "fill −10⁶: uniform over the padding"),
+        ("-inf", ["NaN"] * 6, ["#f2d0d0"] * 6, "fill −∞: 0/0 = NaN, which spreads"),
+    ]
+    for k, (who, vals, colours, note) in enumerate(answers):
+        y = y2 - 14 + k * 42
+        d.arrow((x_s + 6 * cell + 4, y2 + cell / 2), (x_w - 70, y + cell / 2), color=LINE, sw=1.2)
+        d.code(x_w - 8, y + cell / 2 + 4, who, 11, anchor="end")
+        d.cells(x_w, y, 6, "plain", cell=cell, colours=colours, values=vals, size=9, stroke="#555555")
+        d.label(
+            x_w + 6 * cell + 8,
+            y + cell / 2 + 4,
+            note,
+            11,
+            anchor="start",
+            fill=MUTED,
+            width=124,
+            valign="middle",
+        )
+
+
+@diagram(720, 336)
+def ch03_additive_vs_dot(d: Diagram) -> None:
+    """Additive attention scores a pair with a one-hidden-layer network; scaled dot-product
+    attention with one dot product. Shapes on the arrows, for b sequences, n queries, m keys."""
+    # additive (left)
+    d.label(196, 26, "additive attention", 14, weight="bold")
+    d.code(196, 44, "AdditiveAttention.score", 11, fill=MUTED)
+    d.math(42, 97, r"\mathbf{q}", 16, fill=ROLES["query"][2])
+    d.cells(56, 85, 5, "query", cell=14)
+    d.shape(91, 115, "(b, n, d_q)", 10)
+    d.math(42, 177, r"\mathbf{k}", 16, fill=ROLES["key"][2])
+    d.cells(56, 165, 3, "key", cell=14)
+    d.shape(77, 195, "(b, m, d_k)", 10)
+    d.box(150, 78, 56, 28, "module", tex=r"\mathbf{W}_q", size=12)
+    d.box(150, 158, 56, 28, "module", tex=r"\mathbf{W}_k", size=12)
+    d.arrow((128, 92), (150, 92), color=ROLES["query"][1])
+    d.arrow((100, 172), (150, 172), color=ROLES["key"][1])
+    d.op(262, 132, "+")
+    d.arrow((206, 92), (262, 92), (262, 121), color=LINE)
+    d.arrow((206, 172), (262, 172), (262, 143), color=LINE)
+    d.shape(240, 84, "(b, n, h)", 10)
+    d.shape(240, 188, "(b, m, h)", 10)
+    d.arrow((273, 132), (316, 132), (316, 172), color=LINE)
+    d.shape(324, 158, "(b, n, m, h)", 10, anchor="start")  # right of its arrow, clear of W_k's
+    d.box(292, 172, 48, 26, "module", code="tanh", size=12)
+    d.arrow((316, 198), (316, 228), color=LINE)
+    d.box(292, 228, 48, 26, "module", tex=r"\mathbf{w}_v^\top", size=12)
+    d.arrow((316, 254), (316, 284), color=LINE)
+    d.shape(324, 274, "(b, n, m)", 10, anchor="start")
+    d.label(316, 300, "score", 12)
+    d.rect(282, 164, 68, 98, fill="none", stroke="#d55e00", sw=1.1, rx=6, dash="4 3")
+    d.label(
+        196,
+        232,
+        "h hidden features for every query-key pair: the cost of additive attention",
+        11,
+        fill="#a64200",
+        width=128,
+        valign="middle",
+    )
+    d.math(196, 324, r"\mathbf{w}_v^\top \tanh(\mathbf{W}_q \mathbf{q} + \mathbf{W}_k \mathbf{k})", 14)
+    d.polyline([(400, 20), (400, 316)], stroke="#d9d9d9", sw=1)
+    # scaled dot product (right)
+    d.label(560, 26, "scaled dot-product attention", 14, weight="bold")
+    d.code(560, 44, "DotProductAttention", 11, fill=MUTED)
+    d.math(430, 97, r"\mathbf{q}", 16, fill=ROLES["query"][2])
+    d.cells(444, 85, 4, "query", cell=14)
+    d.shape(472, 115, "(b, n, d)", 10)
+    d.math(430, 177, r"\mathbf{k}", 16, fill=ROLES["key"][2])
+    d.cells(444, 165, 4, "key", cell=14)
+    d.shape(472, 195, "(b, m, d)", 10)
+    d.op(560, 132, "·")
+    d.arrow((502, 92), (560, 92), (560, 121), color=ROLES["query"][1])
+    d.arrow((502, 172), (560, 172), (560, 143), color=ROLES["key"][1])
+    d.label(576, 100, "the same size d", 11, anchor="start", fill=MUTED)
+    d.arrow((571, 132), (616, 132), (616, 172), color=LINE)
+    d.shape(624, 156, "(b, n, m)", 10, anchor="start")
+    d.box(588, 172, 56, 28, "module", tex=r"/\sqrt{d}", size=12)
+    d.arrow((616, 200), (616, 284), color=LINE)
+    d.shape(624, 274, "(b, n, m)", 10, anchor="start")
+    d.label(616, 300, "score", 12)
+    d.label(
+        520,
+        246,
+        "no parameters: one matrix product scores every pair",
+        11,
+        fill=MUTED,
+        width=130,
+        valign="middle",
+    )
+    d.math(560, 324, r"\mathbf{q}^\top \mathbf{k} / \sqrt{d}", 14)

@@ -1,0 +1,289 @@
+"""Chapter 7: the Transformer, post-LN and pre-LN, the key/value cache, beam search."""
+
+from . import diagram
+from .draw import INK, LINE, MUTED, ROLES, Diagram
+
+Q, K, V, O = ROLES["query"], ROLES["key"], ROLES["value"], ROLES["output"]  # noqa: E741
+
+
+def _tokens(d: Diagram, cx: float, y: float, words: list[str], role: str = "plain", step: float = 50) -> None:
+    fill, stroke, _ = ROLES[role]
+    left = cx - step * (len(words) - 1) / 2
+    for i, w in enumerate(words):
+        d.rect(left + i * step - 23, y, 46, 20, fill=fill, stroke=stroke, sw=1.1, rx=3)
+        d.code(left + i * step, y + 14, w, 10)
+
+
+def _qkv(d: Diagram, cx: float, y0: float, y1: float, spread: float = 40, roles=("q", "k", "v")) -> None:
+    """Self-attention's three inputs from one stream at (cx, y0) into a box bottom at y1."""
+    d.polyline([(cx, y0), (cx, y0 - 10)], stroke=LINE, sw=1.4)
+    d.polyline([(cx - spread, y0 - 10), (cx + spread, y0 - 10)], stroke=LINE, sw=1.4)
+    for dx, role in zip((-spread, 0, spread), (Q, K, V), strict=True):
+        d.arrow((cx + dx, y0 - 10), (cx + dx, y1), color=role[1], sw=1.5, head=6)
+
+
+def _addnorm(d: Diagram, x: float, w: float, y: float, y_from: float) -> None:
+    """An AddNorm box at y (22 high) with its residual line from the stream at y_from."""
+    d.box(x + 30, y, w - 60, 22, "module", code="AddNorm", size=10)
+    cx = x + w / 2
+    d.polyline([(cx, y_from), (x + 10, y_from), (x + 10, y + 11)], stroke=LINE, sw=1.2)
+    d.arrow((x + 10, y + 11), (x + 30, y + 11), color=LINE, sw=1.2, head=6)
+
+
+@diagram(720, 610)
+def ch07_transformer(d: Diagram) -> None:
+    """The encoder-decoder Transformer as attnlib builds it: post-LN blocks (AddNorm after each
+    sublayer), two of each; the encoder's output is the keys and values of every decoder block's
+    second attention."""
+    ex, dx, w = 140, 396, 190  # the two columns
+    ecx, dcx = ex + w / 2, dx + w / 2
+    d.rect(ex - 6, 258, w + 12, 232, fill="#f7f7f7", stroke="#8c8c8c", sw=1.2, rx=8, dash="5 3")
+    d.rect(dx - 6, 150, w + 12, 340, fill="#f7f7f7", stroke="#8c8c8c", sw=1.2, rx=8, dash="5 3")
+    # inputs
+    _tokens(d, ecx, 576, ["the", "cat", "sleeps", "."])
+    _tokens(d, dcx, 576, ["<bos>", "le", "chat", "dort"])
+    for cx, pe_x in ((ecx, 12), (dcx, dx + w + 10)):
+        d.arrow((cx, 574), (cx, 552), color=LINE)
+        d.box(cx - 55, 528, 110, 24, "module", code="embedding", size=10)
+        d.arrow((cx, 528), (cx, 518), color=LINE)
+        d.op(cx, 508, "+", r=9, size=13)
+        d.box(pe_x, 496, 116, 24, "module", code="PositionalEncoding", size=9)
+        if pe_x < cx:
+            d.arrow((pe_x + 116, 508), (cx - 10, 508), color=LINE)
+        else:
+            d.arrow((pe_x, 508), (cx + 10, 508), color=LINE)
+    # encoder block
+    d.code(ex - 6, 250, "TransformerEncoderBlock × 2", 11, anchor="start")
+    d.arrow((ecx, 499), (ecx, 490), color=LINE)
+    _qkv(d, ecx, 490, 458)
+    d.box(ex + 15, 430, w - 30, 28, "module", code="MultiHeadAttention", size=11)
+    d.arrow((ecx, 430), (ecx, 414), color=LINE)
+    _addnorm(d, ex, w, 392, 484)
+    d.arrow((ecx, 392), (ecx, 346), color=LINE)
+    d.box(ex + 15, 318, w - 30, 28, "module", code="PositionWiseFFN", size=11)
+    d.arrow((ecx, 318), (ecx, 302), color=LINE)
+    _addnorm(d, ex, w, 280, 372)
+    # the encoder's output: keys and values of the decoder's second attention
+    d.polyline([(ecx, 280), (ecx, 236), (366, 236), (366, 370), (dcx - 55, 370)], stroke=INK, sw=1.6)
+    d.arrow((dcx - 55, 370), (dcx - 55, 346), color=K[1], sw=1.5, head=6)
+    d.polyline([(dcx - 55, 370), (dcx - 25, 370)], stroke=INK, sw=1.6)
+    d.arrow((dcx - 25, 370), (dcx - 25, 346), color=V[1], sw=1.5, head=6)
+    d.label(300, 228, "keys and values from the encoder", 11, fill=MUTED)
+    # decoder block
+    d.code(dx - 6, 142, "TransformerDecoderBlock × 2", 11, anchor="start")
+    d.arrow((dcx, 499), (dcx, 490), color=LINE)
+    _qkv(d, dcx, 490, 458)
+    d.box(dx + 15, 430, w - 30, 28, "module", code="MultiHeadAttention", size=11)
+    d.label(dx + w + 12, 446, "causal mask", 11, anchor="start", fill=MUTED)
+    d.arrow((dcx, 430), (dcx, 414), color=LINE)
+    _addnorm(d, dx, w, 392, 484)
+    d.arrow((dcx + 30, 392), (dcx + 30, 346), color=Q[1], sw=1.5, head=6)
+    d.box(dx + 15, 318, w - 30, 28, "module", code="MultiHeadAttention", size=11)
+    d.label(dx + w + 12, 334, "encoder-decoder attention", 11, anchor="start", fill=MUTED, width=100)
+    d.arrow((dcx, 318), (dcx, 302), color=LINE)
+    _addnorm(d, dx, w, 280, 382)
+    d.arrow((dcx, 280), (dcx, 234), color=LINE)
+    d.box(dx + 15, 206, w - 30, 28, "module", code="PositionWiseFFN", size=11)
+    d.arrow((dcx, 206), (dcx, 190), color=LINE)
+    _addnorm(d, dx, w, 168, 260)
+    # output
+    d.arrow((dcx, 168), (dcx, 120), color=LINE)
+    d.box(dcx - 40, 96, 80, 24, "module", code="dense", size=11)
+    d.arrow((dcx, 96), (dcx, 76), color=O[1])
+    _tokens(d, dcx, 54, ["le", "chat", "dort", "."], role="output")
+    d.label(dcx, 40, "next-word scores at every position", 11, fill=MUTED)
+    d.label(ecx, 44, "post-LN, as built:", 12, weight="bold")
+    d.math(ecx, 68, r"\mathrm{LayerNorm}(\mathbf{X} + \mathrm{sublayer}(\mathbf{X}))", 13)
+    d.label(ecx, 92, "(AddNorm after every sublayer)", 11, fill=MUTED)
+
+
+def _ln_row(d: Diagram, y: float, title: str, code: str, order: list[str], formula: str) -> None:
+    d.label(24, y - 22, title, 13, anchor="start", weight="bold")
+    d.code(696, y - 22, code, 11, anchor="end", fill=MUTED)
+    d.math(34, y + 20, r"\mathbf{X}", 14)
+    x = 64
+    d.polyline([(46, y + 15), (x, y + 15)], stroke=LINE, sw=1.4)
+    boxes = {}
+    for item in order:
+        if item == "+":
+            d.arrow((x, y + 15), (x + 14, y + 15), color=LINE)
+            d.op(x + 25, y + 15, "+", r=10, size=14)
+            boxes["+"] = x + 25
+            x += 36
+        else:
+            d.arrow((x, y + 15), (x + 20, y + 15), color=LINE)
+            width = 120 if item == "sublayer" else 96
+            d.box(
+                x + 20,
+                y,
+                width,
+                30,
+                "module",
+                title=item if item == "sublayer" else None,
+                code=None if item == "sublayer" else "LayerNorm",
+                size=12,
+            )
+            x += 20 + width
+    d.arrow((x, y + 15), (x + 26, y + 15), color=LINE)
+    d.label(x + 32, y + 20, "output", 12, anchor="start")
+    # the residual: from X round to the addition
+    d.polyline([(54, y + 15), (54, y + 48), (boxes["+"], y + 48)], stroke=LINE, sw=1.3)
+    d.arrow((boxes["+"], y + 48), (boxes["+"], y + 26), color=LINE, sw=1.3, head=6)
+    d.math(460, y + 74, formula, 14)
+
+
+@diagram(720, 300)
+def ch07_post_pre_ln(d: Diagram) -> None:
+    """Where the LayerNorm sits: after the residual addition (post-LN, the original) or before
+    the sublayer, with the residual path left untouched (pre-LN)."""
+    _ln_row(
+        d,
+        44,
+        "post-LN (the original Transformer)",
+        "AddNorm(pre_norm=False)",
+        ["sublayer", "+", "LayerNorm"],
+        r"\mathrm{LayerNorm}(\mathbf{X} + \mathrm{sublayer}(\mathbf{X}))",
+    )
+    _ln_row(
+        d,
+        178,
+        "pre-LN",
+        "AddNorm(pre_norm=True)",
+        ["LayerNorm", "sublayer", "+"],
+        r"\mathbf{X} + \mathrm{sublayer}(\mathrm{LayerNorm}(\mathbf{X}))",
+    )
+    d.label(
+        360,
+        290,
+        "pre-LN keeps a clean residual path from input to output, and ends the stack with one more LayerNorm",
+        11,
+        fill=MUTED,
+    )
+
+
+@diagram(720, 330)
+def ch07_kv_cache(d: Diagram) -> None:
+    """One decoding step with a key/value cache: only the new token is projected; its key and
+    value are appended, and its query attends over every position so far."""
+    t = 5
+    # the new token and its projections
+    d.label(24, 32, "step t: the newest token only", 13, anchor="start", weight="bold")
+    d.rect(66, 272, 60, 22, fill="#ffffff", stroke="#808080", sw=1.1, rx=3)
+    d.code(96, 287, "chat", 11)
+    d.math(96, 314, r"y_{t-1}", 13)
+    d.arrow((96, 272), (96, 250), color=LINE)
+    d.box(46, 226, 100, 24, "module", code="embedding", size=10)
+    for k, (role, tex, name) in enumerate(
+        ((Q, r"\mathbf{q}_t", "q"), (K, r"\mathbf{k}_t", "k"), (V, r"\mathbf{v}_t", "v"))
+    ):
+        y = 72 + k * 52
+        d.cells(150, y, 4, {"q": "query", "k": "key", "v": "value"}[name], cell=13)
+        d.math(212, y + 11, tex, 13, anchor="start", fill=role[2])
+    d.polyline([(96, 226), (96, 214), (130, 214), (130, 78)], stroke=LINE, sw=1.3)
+    for k, role in enumerate((Q, K, V)):
+        d.arrow((130, 78 + k * 52), (148, 78 + k * 52), color=role[1], sw=1.3, head=6)
+    # the cache
+    cx0, cell = 300, 14
+    d.label(cx0 + 40, 32, "the cache (KVCache)", 13, weight="bold")
+    for _name, role, y0, tex in (("keys", K, 60, r"\mathbf{K}"), ("values", V, 170, r"\mathbf{V}")):
+        for i in range(t):
+            new = i == t - 1
+            for j in range(4):
+                d.rect(
+                    cx0 + j * cell,
+                    y0 + i * cell,
+                    cell,
+                    cell,
+                    fill=role[0] if not new else role[1],
+                    stroke=role[1],
+                    sw=0.8,
+                    rx=0,
+                )
+        d.math(cx0 - 8, y0 + 2 * cell, tex, 14, anchor="end", fill=role[2])
+        d.label(cx0 + 4 * cell + 8, y0 + (t - 1) * cell + 11, "appended", 11, anchor="start", fill=role[2])
+        d.label(cx0 + 4 * cell + 8, y0 + 11, "kept from earlier steps", 11, anchor="start", fill=MUTED)
+    d.arrow((240, 130), (cx0 - 4, 60 + (t - 0.5) * cell), color=K[1], sw=1.3, head=6)
+    d.arrow((240, 182), (cx0 - 4, 170 + (t - 0.5) * cell), color=V[1], sw=1.3, head=6)
+    # attention of the new query over all t positions
+    ax = 540
+    d.label(ax + 60, 32, "the new query attends to all", 13, weight="bold")
+    ws = [0.06, 0.10, 0.52, 0.22, 0.10]
+    d.weights(ax, 112, ws, cell=24, numbers=True, size=9)
+    d.math(ax + 60, 102, r"\mathrm{softmax}(\mathbf{q}_t^\top \mathbf{K} / \sqrt{d})", 12)
+    d.polyline([(244, 78), (262, 78), (262, 46), (520, 46), (520, 124)], stroke=Q[1], sw=1.3)
+    d.arrow((520, 124), (ax - 2, 124), color=Q[1], sw=1.3, head=6)
+    d.arrow((ax + 60, 136), (ax + 60, 178), color=LINE)
+    d.op(ax + 60, 190, "×", r=11, size=14)
+    d.polyline([(cx0 + 28, 170 + t * cell), (cx0 + 28, 246), (ax + 60, 246)], stroke=V[1], sw=1.2)
+    d.arrow((ax + 60, 246), (ax + 60, 201), color=V[1], sw=1.2, head=6)
+    d.arrow((ax + 71, 190), (ax + 100, 190), color=O[1])
+    d.cells(ax + 100, 184, 3, "output", cell=12)
+    d.label(
+        ax + 60,
+        286,
+        "each step projects one token and reads the cache: no earlier position is computed again",
+        11,
+        fill=MUTED,
+        width=200,
+    )
+
+
+@diagram(720, 300)
+def ch07_beam_search(d: Diagram) -> None:
+    """Beam search with k = 2: at every step each kept prefix is extended by every word, and the
+    k best total log-probabilities are kept."""
+    cols = [60, 230, 420, 610]
+    tree = {  # node: (column, y, word, total log-probability, kept, parent)
+        "b": (0, 150, "<bos>", 0.0, True, None),
+        "le": (1, 70, "le", -0.4, True, "b"),
+        "un": (1, 150, "un", -1.2, True, "b"),
+        "la": (1, 230, "la", -2.0, False, "b"),
+        "le chat": (2, 40, "chat", -0.9, True, "le"),
+        "le chien": (2, 90, "chien", -1.6, False, "le"),
+        "un chat": (2, 150, "chat", -1.5, True, "un"),
+        "un chien": (2, 200, "chien", -2.6, False, "un"),
+        "le chat dort": (3, 30, "dort", -1.2, True, "le chat"),
+        "le chat mange": (3, 80, "mange", -2.4, False, "le chat"),
+        "un chat dort": (3, 150, "dort", -1.9, True, "un chat"),
+        "un chat .": (3, 200, ".", -3.0, False, "un chat"),
+    }
+    for _node, (c, y, _w, _s, kept, parent) in tree.items():
+        if parent:
+            pc, py = tree[parent][0], tree[parent][1]
+            d.polyline(
+                [(cols[pc] + 34, py), (cols[c] - 34, y)],
+                stroke=INK if kept else "#bdbdbd",
+                sw=1.8 if kept else 1.1,
+                dash=None if kept else "4 3",
+            )
+    for _node, (c, y, word, score, kept, _p) in tree.items():
+        d.rect(
+            cols[c] - 34,
+            y - 12,
+            68,
+            24,
+            fill=O[0] if kept else "#f2f2f2",
+            stroke=O[1] if kept else "#bdbdbd",
+            sw=1.4 if kept else 1,
+            rx=4,
+        )
+        d.code(cols[c], y + 4, word, 11, fill=INK if kept else MUTED)
+        if c:
+            d.text(
+                cols[c] + 38,
+                y + 16,
+                f"{score:.1f}".replace("-", "−"),
+                10,
+                anchor="start",
+                fill=INK if kept else MUTED,
+            )
+    for k, label in enumerate(["", "step 1", "step 2", "step 3"]):
+        if label:
+            d.label(cols[k], 270, label, 12, fill=MUTED)
+    d.label(
+        360,
+        292,
+        "kept (k = 2): the two prefixes with the best total log-probability; dashed: dropped",
+        11,
+        fill=MUTED,
+    )

@@ -1,0 +1,213 @@
+"""Chapter 8: a decoder-only language model, the Vision Transformer, SNAIL."""
+
+from . import diagram
+from .draw import INK, LINE, MUTED, ROLES, Diagram
+
+TEXT = ["<bos>", "t", "o", "m", "_", "i", "s"]
+
+
+def _sublayer(d: Diagram, x: float, y: float, w: float, name: str, code: str) -> None:
+    """A pre-LN sublayer drawn upwards from y: LayerNorm, the sublayer, the residual addition."""
+    d.box(x + 24, y - 30, w - 48, 22, "module", code="LayerNorm", size=11)
+    d.box(x + 24, y - 68, w - 48, 28, "module", code=code, size=12)
+    d.op(x + w / 2, y - 88, "+", r=9, size=13)
+    d.arrow((x + w / 2, y), (x + w / 2, y - 8), color=LINE)
+    d.arrow((x + w / 2, y - 30), (x + w / 2, y - 40), color=LINE)
+    d.arrow((x + w / 2, y - 68), (x + w / 2, y - 79), color=LINE)
+    d.arrow(
+        (x + w / 2, y + 4), (x + 10, y + 4), (x + 10, y - 88), (x + w / 2 - 10, y - 88), color=LINE, sw=1.2
+    )
+    del name
+
+
+@diagram(720, 500)
+def ch08_decoder_only_lm(d: Diagram) -> None:
+    """DecoderOnlyLM: characters in, the next character's probabilities out, each position seeing
+    only itself and the positions before it."""
+    x, w = 250, 200  # the column of the model
+    cx = x + w / 2
+    step = 44
+    left = cx - step * (len(TEXT) - 1) / 2
+    for i, tok in enumerate(TEXT):  # inputs at the bottom, the targets (shifted by one) on top
+        tx = left + i * step
+        d.rect(tx - 19, 466, 38, 22, fill=ROLES["plain"][0], stroke=ROLES["plain"][1], sw=1.2, rx=3)
+        d.code(tx, 481, tok, 11)
+        d.rect(tx - 19, 14, 38, 22, fill=ROLES["output"][0], stroke=ROLES["output"][1], sw=1.2, rx=3)
+        d.code(tx, 29, (TEXT[1:] + ["."])[i], 11)
+    d.label(left - 30, 481, "characters", 12, anchor="end", fill=MUTED)
+    d.label(left - 30, 29, "next character", 12, anchor="end", fill=ROLES["output"][2])
+    # embedding: tokens plus learned positions
+    d.polyline([(cx, 464), (cx, 456), (cx - 50, 456), (cx - 50, 450)], stroke=LINE, sw=1.4)
+    d.polyline([(cx, 456), (cx + 50, 456), (cx + 50, 450)], stroke=LINE, sw=1.4)
+    d.box(x, 420, w / 2 - 12, 30, "module", code="embedding", size=11)
+    d.box(x + w / 2 + 12, 420, w / 2 - 12, 30, "module", code="pos_embedding", size=10)
+    d.op(cx, 402, "+", r=9, size=13)
+    d.arrow((cx - 50, 420), (cx - 50, 402), (cx - 10, 402), color=LINE)
+    d.arrow((cx + 50, 420), (cx + 50, 402), (cx + 10, 402), color=LINE)
+    d.shape(x - 20, 406, "(batch, steps, 64)", 10, anchor="end")
+    # the block (pre-LN), twice
+    d.rect(x - 14, 160, w + 28, 232, fill="#f7f7f7", stroke="#8c8c8c", sw=1.2, rx=8, dash="5 3")
+    d.code(x - 14, 154, "CausalBlock", 12, anchor="start")
+    d.label(x + w + 22, 176, "× 2 blocks", 12, anchor="start", fill=MUTED)
+    d.arrow((cx, 393), (cx, 384), color=LINE)
+    _sublayer(d, x, 380, w, "attention", "MultiHeadAttention")
+    _sublayer(d, x, 274, w, "ffn", "PositionWiseFFN")
+    mx, my, cell = x + w + 60, 270, 11  # the causal mask beside the attention
+    M = [[1.0 if j <= i else 0.0 for j in range(6)] for i in range(6)]
+    d.matrix(mx, my, M, cell=cell, limit=1.0)
+    d.arrow((mx - 4, my + 40), (x + w - 22, 328), color=MUTED, sw=1.1, head=6)
+    d.label(mx + 3 * cell, my + 6 * cell + 16, "causal mask: position t", 11, fill=MUTED)
+    d.label(mx + 3 * cell, my + 6 * cell + 30, "sees positions 0 … t", 11, fill=MUTED)
+    # the head
+    d.box(x + 24, 88, w - 48, 22, "module", code="ln", size=11)
+    d.box(x + 24, 52, w - 48, 24, "module", code="dense", size=11)
+    d.arrow((cx, 177), (cx, 110), color=LINE)
+    d.arrow((cx, 88), (cx, 76), color=LINE)
+    d.arrow((cx, 52), (cx, 38), color=ROLES["output"][1])
+    d.code(x + w + 22, 70, "LayerNorm, Linear", 10, anchor="start", fill=MUTED)
+    d.label(x + w + 22, 84, "logits over the characters", 11, anchor="start", fill=MUTED)
+    d.shape(x - 20, 72, "(batch, steps, vocab)", 10, anchor="end")
+
+
+@diagram(720, 340)
+def ch08_vit(d: Diagram) -> None:
+    """ViT: a digit cut into 2x2 patches, each a token; a <cls> token first, positions added,
+    encoder blocks, the class read from the <cls> output."""
+    zero = ["..####..", ".##..##.", ".#....#.", "##....##", "##....##", ".#....#.", ".##..##.", "..####.."]
+    ink = [[(1.0 if ch == "#" else 0.0) for ch in row] for row in zero]
+
+    def grey(v: float) -> str:
+        g = round(255 * (1 - 0.85 * v))
+        return f"#{g:02x}{g:02x}{g:02x}"
+
+    px, gx, gy = 12, 28, 56
+    for i in range(8):
+        for j in range(8):
+            d.rect(gx + j * px, gy + i * px, px, px, fill=grey(ink[i][j]), stroke="#dddddd", sw=0.4, rx=0)
+    for k in range(5):  # the 2x2 patch grid
+        d.polyline([(gx + 2 * k * px, gy), (gx + 2 * k * px, gy + 8 * px)], stroke="#d55e00", sw=1.2)
+        d.polyline([(gx, gy + 2 * k * px), (gx + 8 * px, gy + 2 * k * px)], stroke="#d55e00", sw=1.2)
+    d.label(gx + 4 * px, gy - 26, "8×8 digit, 2×2 patches", 12, width=110)
+    x0, step, tile = 170, 22, 7  # the sequence: patch p at x0 + p * step (token 0 is <cls>)
+    # from the digit's first row of patches to the first patch of the sequence, at its height
+    d.arrow((gx + 8 * px + 8, 60 + tile), (x0 + step - 6, 60 + tile), color=LINE)
+    for p in range(16):
+        r, c = divmod(p, 4)
+        x = x0 + (p + 1) * step
+        for a in range(2):
+            for b in range(2):
+                d.rect(
+                    x + b * tile,
+                    60 + a * tile,
+                    tile,
+                    tile,
+                    fill=grey(ink[2 * r + a][2 * c + b]),
+                    stroke="#bbbbbb",
+                    sw=0.4,
+                    rx=0,
+                )
+    mid = x0 + 9 * step + 7
+    d.label(mid, 46, "16 patches in reading order, 4 pixels each", 12)
+    d.code(mid, 92, "patchify", 11, fill=MUTED)
+    d.box(mid - 120, 104, 240, 28, "module", code="PatchEmbedding", size=12)
+    d.math(mid + 130, 123, r"\mathbf{x}_i \mathbf{E}", 14, anchor="start")
+    d.arrow((mid, 96), (mid, 104), color=LINE, head=5)
+    y_tok = 160
+    d.arrow((mid, 132), (mid, y_tok - 2), color=LINE)
+    for t in range(17):
+        x = x0 + t * step
+        if t == 0:
+            d.rect(x, y_tok, 14, 30, fill=ROLES["output"][0], stroke=ROLES["output"][1], sw=1.2, rx=2)
+        else:
+            d.rect(x, y_tok, 14, 30, fill="#eeeeee", stroke="#808080", sw=1.1, rx=2)
+    d.code(x0 + 7, y_tok - 6, "<cls>", 10, fill=ROLES["output"][2])
+    end = x0 + 16 * step + 14
+    d.polyline([(end + 2, y_tok + 15), (end + 14, y_tok + 15)], stroke=LINE, sw=1.4)
+    d.op(end + 25, y_tok + 15, "+", r=10)
+    d.math(end + 40, y_tok + 20, r"\mathbf{E}_\mathrm{pos}", 14, anchor="start")
+    d.label(end + 40, y_tok + 38, "learned positions", 11, anchor="start", fill=MUTED)
+    d.box(x0 - 6, 222, end - x0 + 12, 30, "module", code="TransformerEncoderBlock × 2 (pre-LN)", size=12)
+    d.arrow((mid, y_tok + 32), (mid, 222), color=LINE)
+    d.arrow((x0 + 7, 252), (x0 + 7, 276), color=ROLES["output"][1])
+    d.box(x0 - 43, 278, 100, 26, "module", code="head", size=12)
+    d.code(x0 + 7, 322, "LayerNorm, Linear", 10, fill=MUTED)
+    d.arrow((x0 + 57, 291), (x0 + 92, 291), color=ROLES["output"][1])
+    d.label(
+        x0 + 96,
+        295,
+        "scores of the classes 0 … 9, from the <cls> output alone",
+        12,
+        anchor="start",
+        fill=ROLES["output"][2],
+    )
+
+
+@diagram(720, 330)
+def ch08_snail(d: Diagram) -> None:
+    """Left: dilated causal convolutions, dilations 1, 2, 4, 8, let position 15 see all 16
+    positions. Right: SNAIL's layers, each concatenating new features to its input."""
+    n, sx, dx = 16, 32, 18
+    rows = [270, 214, 158, 102, 46]  # input, then dilations 1, 2, 4, 8
+    reach = {15}
+    needed = [set() for _ in rows]
+    needed[-1] = {15}
+    for level in range(len(rows) - 1, 0, -1):  # the positions the last output depends on
+        dil = 2 ** (level - 1)
+        needed[level - 1] = {p for q in needed[level] for p in (q, q - dil) if p >= 0}
+    del reach
+    for level, y in enumerate(rows):
+        for p in range(n):
+            on = p in needed[level]
+            d.circle(
+                sx + p * dx,
+                y,
+                5,
+                fill="#bdbdbd" if on else "#ffffff",
+                stroke=INK if on else "#999999",
+                sw=1.1,
+            )
+        if level:
+            dil = 2 ** (level - 1)
+            for q in sorted(needed[level]):
+                for p in (q, q - dil):
+                    if p >= 0:
+                        d.polyline(
+                            [(sx + p * dx, rows[level - 1] - 5), (sx + q * dx, y + 5)], stroke=LINE, sw=1.1
+                        )
+            d.text(sx + n * dx - 2, y + 4, f"d = {dil}", 11, anchor="start", fill=MUTED, kind="m")
+    d.label(sx + (n - 1) * dx / 2, 296, "16 positions: the input of one TCBlock", 12, fill=MUTED)
+    d.label(sx + (n - 1) * dx / 2, 314, "4 dilated causal convolutions reach all of them", 12, fill=MUTED)
+    d.label(sx + (n - 1) * dx / 2, 24, "the last position and what it sees", 12, weight="bold")
+    # right: the layers, growing by concatenation
+    x0 = 356
+    layers = [
+        ("Embedding", 16, None),
+        ("TCBlock", 40, "+4×6"),
+        ("AttentionBlock", 52, "+12"),
+        ("TCBlock", 76, "+4×6"),
+        ("AttentionBlock", 88, "+12"),
+        ("Linear", 8, None),
+    ]
+    y = 288
+    for name, ch, grow in layers:
+        w = 1.9 * ch
+        d.code(x0 + 118, y - 7, name, 11, anchor="end")
+        bar_fill = (
+            ROLES["value"][0] if "Attention" in name else ROLES["state"][0] if "TC" in name else "#eeeeee"
+        )
+        bar_stroke = (
+            ROLES["value"][1] if "Attention" in name else ROLES["state"][1] if "TC" in name else "#808080"
+        )
+        d.rect(x0 + 126, y - 20, w * 0.85, 16, fill=bar_fill, stroke=bar_stroke, sw=1.1, rx=2)
+        d.text(
+            x0 + 126 + w * 0.85 + 6,
+            y - 8,
+            f"{ch}" + (f"  ({grow})" if grow else ""),
+            10,
+            anchor="start",
+            fill=MUTED,
+            kind="c",
+        )
+        y -= 44
+    d.label(x0 + 150, 24, "SNAIL's layers and their channels", 12, weight="bold")
+    d.label(x0 + 150, 314, "each block concatenates its new features to its input", 11, fill=MUTED)

@@ -1,0 +1,298 @@
+"""The book's diagrams (diagrams/, docs/diagrams.md) are checked as figures are checked.
+
+* every diagram file, and every chapter cell that shows one, is exactly a fresh render of its
+  source (``make diagrams`` writes them);
+* every chapter shows at least two diagrams, each with a caption and an alt text, except the
+  chapters still waiting for theirs (``diagrams/pending.json``, which lists where each goes with
+  its texts): once that list is empty the rule holds for every chapter;
+* the Chinese edition: no label left English in a Chinese diagram, and the Chinese notebooks show
+  the Chinese SVG with the Chinese alt text;
+* the website turns a diagram cell into a numbered figure with its caption and alt text;
+* the drawing kit: maths, wrapping, data URLs, and a render that is the same every time.
+"""
+
+import importlib.util
+import json
+import re
+import sys
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+import diagrams  # noqa: E402
+from diagrams import draw  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("diagrams_cli", ROOT / "scripts" / "render_diagrams.py")
+cli = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cli)
+from book import figures as build_book  # noqa: E402  (MIN_CAPTION, MIN_ALT, text_problem)
+
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+REGISTRY = diagrams.registry()
+PENDING = diagrams.pending()
+WAITING = sorted({entry["chapter"] for entry in PENDING})  # chapters phase 2 still has to fill
+# Diagrams whose chapter introduces them without the word (chapter 8's "The whole model at a
+# glance"); the chapter's next edit should say "The diagram below ..." and empty this set.
+NOT_POINTED_AT = {"ch08_decoder_only_lm"}
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+@pytest.fixture(scope="module")
+def fresh():
+    return cli.renders()
+
+
+def _nb(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# --------------------------------------------------------------------------- fresh renders
+def test_every_diagram_file_and_cell_is_a_fresh_render(fresh):
+    problems = cli.stale(fresh[0])
+    assert not problems, "run `make diagrams` and commit what it writes:\n  " + "\n  ".join(problems)
+
+
+def test_the_check_catches_a_stale_file_and_a_stale_cell(fresh, tmp_path, monkeypatch):
+    renders = dict(fresh[0])
+    name = next(iter(REGISTRY))
+    renders[(name, "en")] = renders[(name, "en")].replace("</svg>", "<!-- changed --></svg>")
+    assert any(name in p and "differs" in p for p in cli.stale(renders))
+    cell = diagrams.new_cell(name, "A caption for the test.", "An alt text long enough for the test to pass.")
+    assert not diagrams.refresh_cell(cell, "en", fresh[0][(name, "en")])
+    assert diagrams.refresh_cell(cell, "en", renders[(name, "en")])  # the cell follows the render
+
+
+# --------------------------------------------------------------------------- chapters
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_shows_at_least_two_diagrams(path):
+    number = int(path.name[:2])
+    shown = [diagrams.cell_name(c) for _, c in diagrams.chapter_cells(_nb(path))]
+    drawn = [name for name, spec in REGISTRY.items() if spec.chapter == number]
+    waiting = [e["name"] for e in PENDING if e["chapter"] == number]
+    assert len(drawn) >= 2, f"{path.name}: {len(drawn)} diagrams drawn in diagrams/ch{number:02d}.py"
+    assert len(shown) == len(set(shown)), f"{path.name} shows a diagram twice: {shown}"
+    assert sorted(shown + waiting) == sorted(drawn), (
+        f"{path.name}: every diagram of the chapter is either shown or listed in diagrams/pending.json "
+        f"(shown {shown}, pending {waiting}, drawn {drawn})"
+    )
+    if number in WAITING:  # phase 2 puts them in; until then the chapter shows none of them
+        assert not shown, (
+            f"{path.name} shows {shown} but diagrams/pending.json still lists {waiting}: a chapter "
+            "takes all its diagrams at once, and then leaves pending.json for good"
+        )
+        pytest.xfail(f"chapter {number}'s diagrams are drawn but not inserted yet (diagrams/pending.json)")
+    assert len(shown) >= 2, f"{path.name} shows {len(shown)} diagrams; every chapter needs at least two"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_diagram_follows_the_prose_that_points_at_it(path):
+    """A diagram is never dropped between two code cells or stacked on another figure: the cell
+    before it is prose whose last paragraph tells the reader what to look for ("The diagram below
+    ..."), in both editions."""
+    import i18n
+
+    nb = _nb(path)
+    cells = diagrams.chapter_cells(nb)
+    if not cells:
+        return
+    source = next(s for s in i18n.sources() if s.path == path)
+    zh = i18n.translate_notebook(json.loads(json.dumps(nb)), i18n.translations(source))
+    problems = []
+    for index, cell in cells:
+        name = diagrams.cell_name(cell)
+        before = nb["cells"][index - 1] if index else None
+        if before is None or before["cell_type"] != "markdown" or diagrams.cell_name(before):
+            problems.append(f"{name} (cell {index}) does not follow a markdown cell of prose")
+            continue
+        last = "".join(before["source"]).strip().split("\n\n")[-1]
+        last_zh = "".join(zh["cells"][index - 1]["source"]).strip().split("\n\n")[-1]
+        if name in NOT_POINTED_AT:
+            continue
+        where = f"{name} (cell {index}): the paragraph before it"
+        if not re.search(r"\bdiagrams?\b", last, flags=re.I):
+            problems.append(f"{where} never says 'diagram': {last[-80:]!r}")
+        elif "图" not in last_zh:
+            problems.append(f"{where}, in Chinese, never says 图: {last_zh[-60:]!r}")
+    assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_diagram_cell_has_a_caption_and_alt_text(path):
+    problems = []
+    for index, cell in diagrams.chapter_cells(_nb(path)):
+        caption, alt = diagrams.cell_texts(cell)
+        for what, text, minimum in (
+            ("caption", caption, build_book.MIN_CAPTION),
+            ("alt text", alt, build_book.MIN_ALT),
+        ):
+            why = build_book.text_problem(text, minimum)
+            if why:
+                problems.append(f"cell {index} ({diagrams.cell_name(cell)}): its {what} {why}")
+        if caption and alt and caption.strip() == alt.strip():
+            problems.append(f"cell {index}: the alt text only repeats the caption")
+    assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
+
+
+def test_pending_diagrams_say_where_they_go_and_have_their_texts():
+    chapters = {int(p.name[:2]): p for p in CHAPTERS}
+    for entry in PENDING:
+        name = entry["name"]
+        assert name in REGISTRY and REGISTRY[name].chapter == entry["chapter"], name
+        assert entry["chapter"] in chapters, name
+        for key in ("after", "pointer", "caption", "alt"):
+            assert isinstance(entry.get(key), str) and entry[key].strip(), f"{name}: {key} is missing"
+        assert build_book.text_problem(entry["caption"], build_book.MIN_CAPTION) is None, name
+        assert build_book.text_problem(entry["alt"], build_book.MIN_ALT) is None, name
+        assert entry["caption"] != entry["alt"], name
+        zh = entry.get("zh", {})
+        for key in ("pointer", "caption", "alt"):
+            assert CJK.search(zh.get(key, "")), f"{name}: the Chinese {key} is missing (zh.{key})"
+
+
+# --------------------------------------------------------------------------- Chinese edition
+def test_no_label_is_left_english_in_the_chinese_diagrams(fresh):
+    renders, missing = fresh
+    assert not missing, (
+        "labels without a Chinese translation (make i18n, then translate "
+        f"locale/zh_CN/LC_MESSAGES/diagrams.po): {sorted(set(missing))[:10]}"
+    )
+    for (name, lang), svg in renders.items():
+        labels = [
+            re.sub(r"<[^>]+>", "", t)
+            for t in re.findall(r'<text [^>]*class="[a-z] t"[^>]*>(.*?)</text>', svg)
+        ]
+        assert labels, f"{name}: no translatable label found"
+        if lang == "zh":
+            english = [s for s in labels if not CJK.search(s)]
+            assert not english, f"{name}: labels left English in the Chinese diagram: {english}"
+
+
+def test_code_and_shapes_hold_no_english_prose(fresh):
+    """Text in the monospace font (class names, shapes, tokens) is the same in both editions, so
+    it must not hide a phrase that a Chinese reader would need translated."""
+    prose = re.compile(r"\b[a-z]{2,} [a-z]{2,}\b")
+    found = [(name, t) for (name, lang), svg in fresh[0].items() if lang == "en"
+             for t in re.findall(r'<text [^>]*class="c"[^>]*>([^<]*)</text>', svg) if prose.search(t)]
+    assert not found, f"English words in code-font texts (use d.label for words): {found}"
+
+
+def test_the_check_sees_an_untranslated_label():
+    name = next(iter(REGISTRY))
+    missing = []
+    svg = diagrams.render(name, "zh", zh={}, missing=missing)
+    assert missing and all(n == name for n, _ in missing)
+    labels = [
+        re.sub(r"<[^>]+>", "", t) for t in re.findall(r'<text [^>]*class="[a-z] t"[^>]*>(.*?)</text>', svg)
+    ]
+    assert labels and any(not CJK.search(s) for s in labels)
+
+
+def test_chinese_notebooks_show_the_chinese_diagram_and_alt_text():
+    import i18n
+
+    for path in CHAPTERS:
+        nb = _nb(path)
+        if not diagrams.chapter_cells(nb):
+            continue
+        source = next(s for s in i18n.sources() if s.path == path)
+        zh = i18n.translate_notebook(json.loads(json.dumps(nb)), i18n.translations(source))
+        for (_, en_cell), (_, zh_cell) in zip(
+            diagrams.chapter_cells(nb), diagrams.chapter_cells(zh), strict=True
+        ):
+            name = diagrams.cell_name(zh_cell)
+            text = "".join(zh_cell["source"])
+            alt = re.match(r"!\[(.*)\]\(data:image/svg\+xml,(.*)\)$", text, re.S)
+            assert alt, f"{path.name} {name}: not an image"
+            assert CJK.search(alt.group(1)), f"{path.name} {name}: the alt text is not Chinese"
+            assert urllib.parse.unquote(alt.group(2)) == diagrams.svg_path(name, "zh").read_text(
+                encoding="utf-8"
+            )
+            assert text != "".join(en_cell["source"])
+
+
+def test_a_diagram_cell_is_no_message_of_the_chapter_catalogue_but_its_texts_are():
+    import i18n
+
+    for path in CHAPTERS:
+        nb = _nb(path)
+        cells = diagrams.chapter_cells(nb)
+        if not cells:
+            continue
+        units = i18n.units(next(s for s in i18n.sources() if s.path == path))
+        for _, cell in cells:
+            ctxs = {u.ctx for u in units if u.ctx.startswith(cell["id"] + ":")}
+            assert ctxs == {f"{cell['id']}:caption", f"{cell['id']}:alt"}, (path.name, ctxs)
+        assert not any("data:image/svg+xml" in u.msgid for u in units)
+
+
+# --------------------------------------------------------------------------- website
+def test_the_website_shows_a_diagram_cell_as_a_numbered_figure(tmp_path):
+    name = next(iter(REGISTRY))
+    cell = diagrams.new_cell(name, "A caption with $x$ in it.", 'An alt text: "quoted", long enough here.')
+    nb = {"cells": [cell]}
+    written = {}
+    shown = diagrams.stage_notebook(nb, tmp_path, "en", lambda p, t: written.update({p: t}))
+    assert shown == {name}
+    assert written[tmp_path / "diagrams" / f"{name}.svg"] == diagrams.svg_path(name).read_text(
+        encoding="utf-8"
+    )
+    text = nb["cells"][0]["source"]
+    assert text.startswith(f":::{{figure}} diagrams/{name}.svg\n---\n")
+    assert f'name: "diagram-{name}"' in text and 'alt: "An alt text: \\"quoted\\", long enough here."' in text
+    assert text.endswith("---\nA caption with $x$ in it.\n:::")
+
+
+# --------------------------------------------------------------------------- the drawing kit
+def test_maths_runs_styles_and_levels():
+    assert draw.parse_math(r"\mathbf{k}_i") == [("k", "b", 0), ("i", "i", -1)]
+    assert draw.parse_math(r"\alpha(\mathbf{q}, x)") == [
+        ("α", "i", 0),
+        ("(", "r", 0),
+        ("q", "b", 0),
+        (", ", "r", 0),
+        ("x", "i", 0),
+        (")", "r", 0),
+    ]
+    assert draw.parse_math(r"\mathbf{E}_\mathrm{pos}") == [("E", "b", 0), ("pos", "r", -1)]
+    assert draw.parse_math(r"x^{2} - 1")[1] == ("2", "r", 1)
+    with pytest.raises(ValueError, match="unknown TeX command"):
+        draw.parse_math(r"\frac{1}{2}")
+
+
+def test_wrapping_keeps_lines_within_the_width():
+    lines = draw.wrap("attention pooling: a weighted average of the values", 12, 120)
+    assert len(lines) > 1 and all(draw.text_width(s, 12) <= 120 for s in lines)
+    assert "".join(draw.wrap("注意力汇聚：值的加权平均", 12, 48)) == "注意力汇聚：值的加权平均"
+    assert draw.text_width("注意", 10) == 20
+
+
+def test_data_urls_survive_markdown():
+    svg = "<svg a=\"1 (2)\" b='$x$'>#50% [x] `y`</svg>\n"
+    url = diagrams.data_url(svg)
+    assert not re.search(r"[\s()\[\]$%`#<>\"]", url.removeprefix("data:image/svg+xml,").replace("%", "")), url
+    assert urllib.parse.unquote(url.removeprefix("data:image/svg+xml,")) == svg
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+@pytest.mark.parametrize("lang", diagrams.LANGS)
+def test_a_diagram_renders_the_same_every_time_and_its_texts_fit_and_never_overlap(name, lang):
+    assert diagrams.render(name, lang) == diagrams.render(name, lang)
+    spec, d = REGISTRY[name], diagrams.drawn(name, lang)
+    outside = [
+        t
+        for x0, x1, top, bottom, t in d.extents
+        if x0 < 2 or x1 > spec.width - 2 or top < 2 or bottom > spec.height - 2
+    ]
+    assert not outside, f"{name} ({lang}): texts cut by the card's edge: {outside}"
+    boxes = d.extents
+    clashes = [
+        (a[4], b[4])
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if min(a[1], b[1]) - max(a[0], b[0]) > 1.5 and min(a[3], b[3]) - max(a[2], b[2]) > 1.5
+    ]
+    assert not clashes, f"{name} ({lang}): overlapping texts: {clashes}"
