@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ._checks import check_bool, check_number, module_device
+from ._checks import check_bool, check_int, check_number, module_device
 from .recording import record_attention
 from .training import check_compatible, torch_threads
 
@@ -131,18 +131,38 @@ def greedy_search(model: nn.Module, src: torch.Tensor, src_valid_len: torch.Tens
     return ys[:, 1:], scores, attention
 
 
+def gnmt_length_penalty(length: int, alpha: float = 0.6) -> float:
+    """GNMT's length penalty ``lp(Y) = ((5 + |Y|) / 6) ** alpha`` (Wu et al., 2016).
+
+    Beam search ranks its finished hypotheses by ``log P(Y | X) / lp(Y)``; ``length`` is
+    ``|Y|``, the tokens emitted, ``<eos>`` included. Every token multiplies a probability
+    below 1 into ``P(Y | X)``, so the raw log-probability (``alpha = 0``, ``lp = 1``) favours
+    short outputs. ``lp`` is 1 for one token and grows with the length, so dividing the
+    (negative) log-probability by it lifts long hypotheses, the more the larger ``alpha``;
+    the Transformer paper decodes with ``alpha = 0.6``, attnlib's default.
+    """
+    check_int("length", length)
+    check_number("alpha", alpha)
+    return ((5 + length) / 6) ** alpha
+
+
 @torch.no_grad()
 def beam_search_ids(model: nn.Module, src: torch.Tensor, src_valid_len: torch.Tensor, bos: int,
                     eos: int, beam_size: int, max_len: int, length_penalty: float = 0.6, *,
                     use_cache: bool = True, need_weights: bool = True):
     """Beam search for ONE source sentence (``src (1, steps)``); returns the best hypothesis.
 
-    Keeps the ``beam_size`` most likely prefixes. A prefix that emits ``<eos>`` is set
-    aside as finished and the beam shrinks by one, so exactly ``beam_size`` hypotheses
-    finish (or ``max_len`` stops the rest). The winner maximises ``log p / lp`` with
-    GNMT's length penalty ``lp = ((5 + length) / 6) ** length_penalty`` (0 = raw log p;
-    larger favours longer output). With ``beam_size=1`` this is greedy search.
-    Returns ``(ids list, score, attention (layers, heads, steps, src_steps) or None, finished)``.
+    Every step extends each live prefix by every token and keeps the ``beam_size``
+    extensions with the highest log-probability ``log P(prefix | src)``. An extension
+    that ends in ``<eos>`` is set aside as finished and the beam shrinks by one, so
+    exactly ``beam_size`` hypotheses finish (or ``max_len`` stops the rest). The winner
+    is the hypothesis ``Y`` with the highest ``log P(Y | src) / lp(Y)``, where ``lp`` is
+    :func:`gnmt_length_penalty` with ``alpha = length_penalty`` (0: the raw
+    log-probability; larger favours longer output); the penalty ranks the finished
+    hypotheses only, the search itself keeps the most likely prefixes. With
+    ``beam_size=1`` this is greedy search.
+    Returns ``(ids list (<eos> included when it finished), log P, attention (layers, heads,
+    steps, src_steps) or None, finished)``.
     """
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
@@ -162,19 +182,20 @@ def beam_search_ids(model: nn.Module, src: torch.Tensor, src_valid_len: torch.Te
         for _ in range(max_len):
             if use_cache:
                 logits, state = dec(ys[:, -1:], state)  # (alive, 1, vocab)
-            else:
+            else:  # no cache: a fresh state for every prefix, which is fed whole
                 fresh = dec.reorder_state(dec.init_state(enc_all, src_valid_len),
                                           torch.zeros(ys.shape[0], dtype=torch.long, device=src.device))
                 logits, _ = dec(ys, fresh)  # (alive, t + 1, vocab)
+            # every extension of every prefix: log P(prefix) + log p(token | prefix)
             logp = scores[:, None] + logits[:, -1].log_softmax(-1)  # (alive, vocab)
             w = _last_weights(rec, names)  # (alive, layers, heads, 1, src_steps)
             if w is not None:
                 attn = w if attn is None else torch.cat((attn, w), dim=3)
-            budget = beam_size - len(finished)
-            top, flat = logp.flatten().topk(budget)  # (budget,)
-            parent, token = flat // logp.shape[1], flat % logp.shape[1]  # (budget,)
-            keep = []
-            for j in range(budget):
+            width = beam_size - len(finished)  # the beam shrinks as hypotheses finish
+            top, flat = logp.flatten().topk(width)  # the best extensions, (width,)
+            parent, token = flat // logp.shape[1], flat % logp.shape[1]  # (width,)
+            keep = []  # the extensions that go on; those ending in <eos> are finished
+            for j in range(width):
                 if int(token[j]) == eos:
                     finished.append((ys[parent[j], 1:].tolist() + [eos], float(top[j]),
                                      None if attn is None else attn[parent[j]], True))
@@ -194,8 +215,8 @@ def beam_search_ids(model: nn.Module, src: torch.Tensor, src_valid_len: torch.Te
                 finished.append((ys[i, 1:].tolist(), float(scores[i]),
                                  None if attn is None else attn[i], False))
 
-    def normalised(h):
-        return h[1] / ((5 + len(h[0])) / 6) ** length_penalty
+    def normalised(h):  # log P(Y | src) / lp(Y), |Y| counting <eos> when it was emitted
+        return h[1] / gnmt_length_penalty(len(h[0]), length_penalty)
 
     return max(finished, key=normalised)
 

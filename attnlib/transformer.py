@@ -179,10 +179,11 @@ def check_features(name: str, X, size: int) -> None:
 
 
 def _token_embedding(vocab_size: int, num_hiddens: int) -> nn.Embedding:
-    """Embeddings drawn with std ``1/sqrt(d)``, as in the paper (and fairseq), so that after
-    the ``sqrt(d)`` scaling in :func:`_embed` tokens and positions both have entries of size
-    about 1. (PyTorch's default std of 1, which d2l keeps, makes tokens ``sqrt(d)`` times
-    louder than positions: the model then barely knows word order, and long sentences suffer.)
+    """Embeddings drawn with std ``1/sqrt(d)``, as in the paper's code (and fairseq), so that
+    after the ``sqrt(d)`` scaling in :func:`_embed` a token's entries have a root mean square of
+    about 1, close to the positional encoding's ``1/sqrt(2)``. PyTorch's default std of 1, which
+    d2l keeps, gives scaled entries of about ``sqrt(d)``: ``sqrt(2 d)`` times the positions'
+    (11 times at ``d = 64``), so the positions start as a small signal under the tokens.
     """
     embedding = nn.Embedding(vocab_size, num_hiddens)
     nn.init.normal_(embedding.weight, std=num_hiddens ** -0.5)

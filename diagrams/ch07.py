@@ -22,10 +22,11 @@ def _qkv(d: Diagram, cx: float, y0: float, y1: float, spread: float = 40, roles=
         d.arrow((cx + dx, y0 - 10), (cx + dx, y1), color=role[1], sw=1.5, head=6)
 
 
-def _addnorm(d: Diagram, x: float, w: float, y: float, y_from: float) -> None:
-    """An AddNorm box at y (22 high) with its residual line from the stream at y_from."""
+def _addnorm(d: Diagram, x: float, w: float, y: float, y_from: float, x_from: float | None = None) -> None:
+    """An AddNorm box at y (22 high) with its residual line from the stream at (x_from, y_from),
+    x_from the column's middle unless the stream runs elsewhere."""
     d.box(x + 30, y, w - 60, 22, "module", code="AddNorm", size=10)
-    cx = x + w / 2
+    cx = x + w / 2 if x_from is None else x_from
     d.polyline([(cx, y_from), (x + 10, y_from), (x + 10, y + 11)], stroke=LINE, sw=1.2)
     d.arrow((x + 10, y + 11), (x + 30, y + 11), color=LINE, sw=1.2, head=6)
 
@@ -81,7 +82,7 @@ def ch07_transformer(d: Diagram) -> None:
     d.box(dx + 15, 318, w - 30, 28, "module", code="MultiHeadAttention", size=11)
     d.label(dx + w + 12, 334, "encoder-decoder attention", 11, anchor="start", fill=MUTED, width=100)
     d.arrow((dcx, 318), (dcx, 302), color=LINE)
-    _addnorm(d, dx, w, 280, 382)
+    _addnorm(d, dx, w, 280, 382, x_from=dcx + 30)  # from the query line, the stream here
     d.arrow((dcx, 280), (dcx, 234), color=LINE)
     d.box(dx + 15, 206, w - 30, 28, "module", code="PositionWiseFFN", size=11)
     d.arrow((dcx, 206), (dcx, 190), color=LINE)
@@ -233,17 +234,19 @@ def ch07_beam_search(d: Diagram) -> None:
     """Beam search with k = 2: at every step each kept prefix is extended by every word, and the
     k best total log-probabilities are kept."""
     cols = [60, 230, 420, 610]
-    tree = {  # node: (column, y, word, total log-probability, kept, parent)
+    # node: (column, y, word, total log-probability, kept, parent); the drawn extensions of a
+    # prefix have probabilities that sum to at most 1 (the rest of the vocabulary is not drawn)
+    tree = {
         "b": (0, 150, "<bos>", 0.0, True, None),
-        "le": (1, 70, "le", -0.4, True, "b"),
+        "le": (1, 70, "le", -0.5, True, "b"),
         "un": (1, 150, "un", -1.2, True, "b"),
-        "la": (1, 230, "la", -2.0, False, "b"),
-        "le chat": (2, 40, "chat", -0.9, True, "le"),
-        "le chien": (2, 90, "chien", -1.6, False, "le"),
+        "la": (1, 230, "la", -2.5, False, "b"),
+        "le chat": (2, 40, "chat", -1.0, True, "le"),
+        "le chien": (2, 90, "chien", -1.7, False, "le"),
         "un chat": (2, 150, "chat", -1.5, True, "un"),
         "un chien": (2, 200, "chien", -2.6, False, "un"),
-        "le chat dort": (3, 30, "dort", -1.2, True, "le chat"),
-        "le chat mange": (3, 80, "mange", -2.4, False, "le chat"),
+        "le chat dort": (3, 30, "dort", -1.3, True, "le chat"),
+        "le chat mange": (3, 80, "mange", -2.5, False, "le chat"),
         "un chat dort": (3, 150, "dort", -1.9, True, "un chat"),
         "un chat .": (3, 200, ".", -3.0, False, "un chat"),
     }

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from attnlib.decoding import beam_search_ids, greedy_search
+from attnlib.decoding import beam_search_ids, gnmt_length_penalty, greedy_search
 from attnlib.seq2seq import (
     EncoderDecoder,
     LuongAttentionDecoder,
@@ -108,3 +108,84 @@ def test_beam_search_errors():
         beam_search_ids(model, src[:1], vl[:1], BOS, EOS, 0, 5)
     with pytest.raises(ValueError, match=r"src must be \(1, steps\)"):
         beam_search_ids(model, src, vl, BOS, EOS, 2, 5)
+
+
+def test_gnmt_length_penalty_is_the_formula():
+    assert gnmt_length_penalty(1, 0.6) == pytest.approx(1.0)  # one token: no penalty
+    assert gnmt_length_penalty(7, 0.6) == pytest.approx(2 ** 0.6)  # (5 + 7) / 6 = 2
+    assert gnmt_length_penalty(3, 0.0) == 1.0  # alpha 0: the raw log-probability
+    assert gnmt_length_penalty(3, 1.0) == pytest.approx(8 / 6)
+    with pytest.raises(ValueError, match="length must be a positive int"):
+        gnmt_length_penalty(0, 0.6)
+    with pytest.raises(TypeError, match="length must be an int"):
+        gnmt_length_penalty(2.0, 0.6)
+    with pytest.raises(ValueError, match="alpha must be a finite number"):
+        gnmt_length_penalty(2, float("nan"))
+
+
+# A made-up model whose next-token probabilities are a table, so that every complete output and
+# its probability can be listed: ids 0 <bos>, 1 <eos>, 2 A, 3 B (the worked example of chapter 7).
+TABLE = {(): {2: 0.42, 3: 0.33, 1: 0.25}, (2,): {2: 0.3, 3: 0.3, 1: 0.4},
+         (3,): {2: 0.8, 3: 0.1, 1: 0.1}, (3, 2): {2: 0.2, 1: 0.8}}
+
+
+class TableDecoder(torch.nn.Module):
+    def init_state(self, enc_outputs, *args):
+        return torch.zeros(enc_outputs.shape[0], 0, dtype=torch.long)
+
+    def forward(self, X, state):
+        fed = torch.cat((state, X), dim=1)
+        logits = torch.full((*X.shape, 4), -float("inf"))
+        for b in range(X.shape[0]):
+            for j in range(X.shape[1]):
+                emitted = tuple(fed[b, 1: state.shape[1] + j + 1].tolist())
+                for token, p in TABLE.get(emitted, {1: 1.0}).items():
+                    logits[b, j, token] = torch.tensor(p).log()
+        return logits, fed
+
+    def reorder_state(self, state, index):
+        return state[index]
+
+    def cross_attentions(self):
+        return []
+
+
+class TableModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.decoder = TableDecoder()
+
+    def encoder(self, src, valid_len):
+        return torch.zeros(src.shape[0], 1, 1)
+
+
+def table_outputs(emitted=(), p=1.0):
+    for token, q in TABLE.get(emitted, {1: 1.0}).items():
+        if token == 1:
+            yield [*emitted, 1], p * q
+        else:
+            yield from table_outputs((*emitted, token), p * q)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
+def test_a_wide_beam_returns_the_best_scored_output_with_the_length_penalty(alpha, use_cache):
+    """With a beam as wide as the table, beam search returns the output with the highest
+    log P / lp, as exhaustive search finds it: the empty output for alpha 0, a longer one after."""
+    import math
+    outputs = list(table_outputs())
+    best = max(outputs, key=lambda o: math.log(o[1]) / gnmt_length_penalty(len(o[0]), alpha))
+    ids, log_p, _, finished = beam_search_ids(TableModel(), torch.zeros(1, 1, dtype=torch.long),
+                                              torch.ones(1), 0, 1, 3, 4, alpha,
+                                              use_cache=use_cache, need_weights=False)
+    assert (ids, finished) == (best[0], True)
+    assert math.exp(log_p) == pytest.approx(best[1], abs=1e-6)
+    assert ids == ([1] if alpha == 0.0 else [3, 2, 1])  # the penalty changes the winner
+
+
+def test_beam_search_finds_a_more_probable_output_than_greedy_search():
+    model, src, one = TableModel(), torch.zeros(1, 1, dtype=torch.long), torch.ones(1)
+    greedy, greedy_log_p, _, _ = beam_search_ids(model, src, one, 0, 1, 1, 4, need_weights=False)
+    beam, beam_log_p, _, _ = beam_search_ids(model, src, one, 0, 1, 2, 4, need_weights=False)
+    assert (greedy, beam) == ([2, 1], [3, 2, 1])  # A <eos> against B A <eos>
+    assert beam_log_p > greedy_log_p
