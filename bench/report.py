@@ -339,9 +339,9 @@ def gpu_goals(gpu_run: dict) -> dict:
 def gpu_section(gpu_run: dict, book: dict | None = None) -> str:
     """``results/bench.md``'s part for a run on a lent GPU machine (``results/bench-gpu.json``):
     the machine, the goals, the chapters' wall times beside the book machine's (``book``: its
-    ``notebooks`` part), then that run's own tables, headings one level down."""
+    ``notebooks`` part), then that run's own tables; a section of the page (``##``), so that the page keeps one title."""
     m = gpu_run["machine"]
-    text = [f"\n# On a lent GPU: {m.get('gpu')}\n\nA separate run, `{gpu_run.get('command')}`, on "
+    text = [f"\n## On a lent GPU: {m.get('gpu')}\n\nA separate run, `{gpu_run.get('command')}`, on "
             f"{m['date_utc']}: {m.get('gpu')}, CUDA {m.get('cuda')}, cuDNN {m.get('cudnn')}, torch "
             f"{m['torch']}, Python {m['python']}, host CPU {m['cpu']} ({m['cores']} cores). Its "
             "CPU numbers are that host's, not the book machine's; every ratio below compares two "
@@ -356,7 +356,7 @@ def gpu_section(gpu_run: dict, book: dict | None = None) -> str:
     chapters = gpu_run.get("notebooks")
     if chapters:
         cpu = {r["notebook"]: r["seconds"] for r in (book or {}).get("notebooks", [])}
-        text.append("\n## The chapters on the GPU\n\nExecuted top to bottom with nbclient (fresh "
+        text.append("\n### The chapters on the GPU\n\nExecuted top to bottom with nbclient (fresh "
                     "kernel each, kernel start included), the GPU as the chapters' device; beside "
                     "them the book machine's 2-core CPU run from the tables above.\n\n")
         text.append(_table(["notebook", "seconds on the GPU machine", "seconds on 2 CPU cores",
