@@ -179,7 +179,8 @@ INTERFACE_JS = r"""
   const inArticleUi = '.headerlink, .copybtn, .caption-number, .prev-next-subtitle, .widget-snapshot, '
     + '.untranslated-note, #search-results > h2, #search-results > p, button, summary';
   const content = 'nav.bd-docs-nav a, nav.page-toc a, .prev-next-title, .navbar-brand, .language-switch, '
-    + '[lang="en"], script, style, pre, code, mjx-container, title';
+    + '[lang="en"], script, style, pre, code, mjx-container, title, '
+    + '#search-results ul';  // the results: each page's title and a snippet of its text
   const out = new Set();
   for (const el of document.body.querySelectorAll('*')) {
     if (el.closest(content)) continue;
