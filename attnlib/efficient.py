@@ -311,9 +311,10 @@ def linear_attention_recurrent(queries: torch.Tensor, keys: torch.Tensor, values
     """Causal linear attention as an RNN: one position at a time with a fixed-size state.
 
     ``M_t = M_{t-1} + phi(k_t) v_t^T`` ``(..., d, d_v)``, ``z_t = z_{t-1} + phi(k_t)`` ``(..., d)``,
-    ``out_t = phi(q_t)^T M_t / phi(q_t)^T z_t``. Queries, keys and values are ``(..., n, d)``
-    (one query per key). Returns ``(out (..., n, d_v), (M, z))``; pass ``(M, z)`` back as
-    ``state`` to continue. The state's size does not grow with ``n``: this is the whole cache.
+    ``y_t = phi(q_t)^T M_t / phi(q_t)^T z_t``. Queries, keys and values are ``(..., n, d)``
+    (one query per key). Returns ``(y (..., n, d_v), (M, z))``, the ``y_t`` stacked; pass
+    ``(M, z)`` back as ``state`` to continue. The state's size does not grow with ``n``: this is
+    the whole cache.
     """
     _check_linear(queries, keys, values)
     if queries.shape[-2] != keys.shape[-2]:

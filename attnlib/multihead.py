@@ -167,9 +167,12 @@ class MultiHeadAttention(AttentionModule):
 def grouped_attention(q, k, v, mask, causal, dropout_p, need_weights):
     """Scaled dot-product attention of ``q (batch, heads, queries, head_dim)`` over
     ``k, v (batch, kv_heads, keys, head_dim)``, each key/value head serving ``heads / kv_heads``
-    query heads in a row, without copying it for each of them: the fused kernel indexes the shared
-    head itself (SDPA's ``enable_gqa``), and the weights path views the query heads as
-    ``(batch, kv_heads, group, queries, head_dim)`` against one broadcast key/value head.
+    query heads in a row. The weights path views the query heads as
+    ``(batch, kv_heads, group, queries, head_dim)`` against one broadcast key/value head, copying
+    nothing; the fused path passes SDPA ``enable_gqa``, and whether that copies depends on the
+    kernel PyTorch picks: its CPU kernel and the CUDA flash kernels (half precision) index the
+    shared head, its general fallback (float32 on CUDA, for one) repeats it with
+    ``repeat_interleave``.
     ``mask`` is ``(batch, 1, 1 or queries, keys)`` or None. Returns ``(out (batch, heads,
     queries, head_dim), weights (batch, heads, queries, keys) or None)``."""
     group = q.shape[1] // k.shape[1]
