@@ -157,7 +157,7 @@ class RotaryEmbedding(nn.Module):
             raise TypeError(f"base must be a number, got {type(base).__name__}")
         if not (math.isfinite(base) and base > 1):
             raise ValueError(f"base must be a finite number > 1 (the longest wavelength), got {base!r}")
-        self.dim, self.max_len, self.base = dim, max_len, base
+        self.dim, self.max_len = dim, max_len
         theta = base ** (-torch.arange(0, dim, 2, dtype=torch.float32) / dim)  # (dim / 2,)
         angles = torch.arange(max_len, dtype=torch.float32).unsqueeze(1) * theta  # (max_len, dim / 2)
         self.register_buffer("cos", angles.cos(), persistent=False)
