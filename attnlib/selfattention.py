@@ -92,12 +92,14 @@ class SelfAttentionTagger(nn.Module):
     ``forward(X (batch, n))`` returns logits ``(batch, n, num_classes)``.
     ``position`` is ``None`` (a set model: permutation-equivariant), ``"sinusoidal"``
     or ``"learned"`` (added to the embeddings) or ``"rope"`` (rotates each
-    head's queries and keys inside attention).
+    head's queries and keys inside attention). ``rope_base`` is RoPE's base (its
+    frequencies are ``rope_base ** (-2j / head_dim)``); only ``"rope"`` uses it.
     """
 
     def __init__(self, vocab_size: int, num_classes: int, num_hiddens: int = 32,
                  num_heads: int = 4, num_layers: int = 2, ffn_num_hiddens: int = 64,
-                 position: str | None = "sinusoidal", max_len: int = 64) -> None:
+                 position: str | None = "sinusoidal", max_len: int = 64,
+                 rope_base: float = 10000.0) -> None:
         super().__init__()
         if position not in POSITIONS:
             raise ValueError(f"position must be one of {POSITIONS}, got {position!r}")
@@ -110,7 +112,7 @@ class SelfAttentionTagger(nn.Module):
                                   for _ in range(num_layers))
         if position == "rope":
             for blk in self.blks:  # same block, but its attention rotates queries and keys
-                rope = RotaryEmbedding(num_hiddens // num_heads, max_len=max_len)
+                rope = RotaryEmbedding(num_hiddens // num_heads, base=rope_base, max_len=max_len)
                 blk.attention = MultiHeadAttention(num_hiddens, num_heads, rope=rope)
         self.head = nn.Linear(num_hiddens, num_classes)
 
@@ -153,9 +155,11 @@ def train_tagger(model: SelfAttentionTagger, task: str, seq_len: int, vocab_size
 def fit_tagger(task: str, seq_len: int, vocab_size: int, position: str | None = None,
                num_steps: int = 300, seed: int = 0, device: torch.device | str = "cpu",
                test_set: tuple[torch.Tensor, torch.Tensor] | None = None,
-               eval_every: int = 50) -> tuple[SelfAttentionTagger, list[float], dict[int, float]]:
+               eval_every: int = 50, rope_base: float = 10000.0,
+               ) -> tuple[SelfAttentionTagger, list[float], dict[int, float]]:
     """A :class:`SelfAttentionTagger` for ``task`` built with seed ``seed`` and trained by
-    :func:`train_tagger`; returns ``(model, losses, curve)``.
+    :func:`train_tagger`; returns ``(model, losses, curve)``. ``rope_base`` is passed to the
+    tagger (RoPE's base, used with ``position="rope"``).
 
     ``curve`` is the learning curve: ``{steps: accuracy on test_set}`` before training and after
     every ``eval_every`` steps (and after the last), or ``{}`` without ``test_set`` (``X, Y`` from
@@ -175,7 +179,8 @@ def fit_tagger(task: str, seq_len: int, vocab_size: int, position: str | None = 
             raise ValueError(f"test_set must be X, Y of one shape (examples, seq_len), got "
                              f"{tuple(test_set[0].shape)} and {tuple(test_set[1].shape)}")
     torch.manual_seed(seed)
-    model = SelfAttentionTagger(vocab_size, num_classes(task, seq_len, vocab_size), position=position)
+    model = SelfAttentionTagger(vocab_size, num_classes(task, seq_len, vocab_size), position=position,
+                                rope_base=rope_base)
     curve: dict[int, float] = {}
 
     def measure(step: int) -> None:

@@ -77,6 +77,25 @@ def test_tagger_equivariant_only_without_positions(position):
     assert equivariant == (position is None)
 
 
+def test_rope_base_reaches_every_rotary_layer():
+    default = SelfAttentionTagger(6, 4, num_hiddens=16, num_heads=2, position="rope")
+    usual = A.RotaryEmbedding(8, max_len=64)  # base 10000
+    assert all(torch.equal(blk.attention.rope.cos, usual.cos) for blk in default.blks)
+    model, _, _ = fit_tagger("reverse", 5, 6, position="rope", num_steps=1, rope_base=100.0)
+    want = A.RotaryEmbedding(8, base=100.0, max_len=64)
+    for blk in model.blks:
+        torch.testing.assert_close(blk.attention.rope.cos, want.cos)  # the angles of base 100
+        torch.testing.assert_close(blk.attention.rope.sin, want.sin)
+        assert not torch.allclose(blk.attention.rope.cos, default.blks[0].attention.rope.cos)
+    torch.manual_seed(0)
+    X = torch.randint(6, (2, 5))
+    default.eval()
+    slow = default(X)
+    for blk in default.blks:  # the same weights with base 100 give other scores
+        blk.attention.rope = A.RotaryEmbedding(8, base=100.0, max_len=64)
+    assert not torch.allclose(default(X), slow)
+
+
 def test_rope_tagger_records_attention():
     model = SelfAttentionTagger(6, 4, num_hiddens=16, num_heads=2, position="rope").eval()
     X = torch.randint(6, (2, 5))
