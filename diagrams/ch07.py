@@ -18,8 +18,9 @@ def _qkv(d: Diagram, cx: float, y0: float, y1: float, spread: float = 40, roles=
     """Self-attention's three inputs from one stream at (cx, y0) into a box bottom at y1."""
     d.polyline([(cx, y0), (cx, y0 - 10)], stroke=LINE, sw=1.4)
     d.polyline([(cx - spread, y0 - 10), (cx + spread, y0 - 10)], stroke=LINE, sw=1.4)
-    for dx, role in zip((-spread, 0, spread), (Q, K, V), strict=True):
+    for dx, role, name in zip((-spread, 0, spread), (Q, K, V), "qkv", strict=True):
         d.arrow((cx + dx, y0 - 10), (cx + dx, y1), color=role[1], sw=1.5, head=6)
+        d.math(cx + dx + 4, y0 - 13, rf"\mathbf{{{name}}}", 11, anchor="start", fill=role[2])
 
 
 def _addnorm(d: Diagram, x: float, w: float, y: float, y_from: float, x_from: float | None = None) -> None:
@@ -69,6 +70,8 @@ def ch07_transformer(d: Diagram) -> None:
     d.arrow((dcx - 55, 370), (dcx - 55, 346), color=K[1], sw=1.5, head=6)
     d.polyline([(dcx - 55, 370), (dcx - 25, 370)], stroke=INK, sw=1.6)
     d.arrow((dcx - 25, 370), (dcx - 25, 346), color=V[1], sw=1.5, head=6)
+    d.math(dcx - 51, 364, r"\mathbf{k}", 11, anchor="start", fill=K[2])
+    d.math(dcx - 21, 364, r"\mathbf{v}", 11, anchor="start", fill=V[2])
     d.label(300, 228, "keys and values from the encoder", 11, fill=MUTED)
     # decoder block
     d.code(dx - 6, 142, "TransformerDecoderBlock × 2", 11, anchor="start")
@@ -79,6 +82,7 @@ def ch07_transformer(d: Diagram) -> None:
     d.arrow((dcx, 430), (dcx, 414), color=LINE)
     _addnorm(d, dx, w, 392, 484)
     d.arrow((dcx + 30, 392), (dcx + 30, 346), color=Q[1], sw=1.5, head=6)
+    d.math(dcx + 34, 364, r"\mathbf{q}", 11, anchor="start", fill=Q[2])
     d.box(dx + 15, 318, w - 30, 28, "module", code="MultiHeadAttention", size=11)
     d.label(dx + w + 12, 334, "encoder-decoder attention", 11, anchor="start", fill=MUTED, width=100)
     d.arrow((dcx, 318), (dcx, 302), color=LINE)
@@ -210,9 +214,12 @@ def ch07_kv_cache(d: Diagram) -> None:
     d.label(ax + 60, 32, "the new query attends to all", 13, weight="bold")
     ws = [0.06, 0.10, 0.52, 0.22, 0.10]
     d.weights(ax, 112, ws, cell=24, numbers=True, size=9)
-    d.math(ax + 60, 102, r"\mathrm{softmax}(\mathbf{q}_t^\top \mathbf{K} / \sqrt{d})", 12)
-    d.polyline([(244, 78), (262, 78), (262, 46), (520, 46), (520, 124)], stroke=Q[1], sw=1.3)
-    d.arrow((520, 124), (ax - 2, 124), color=Q[1], sw=1.3, head=6)
+    d.math(ax + 60, 102, r"\mathrm{softmax}(\mathbf{q}_t^\top \mathbf{K} / \sqrt{d_k})", 12)
+    d.polyline([(244, 78), (262, 78), (262, 46), (520, 46), (520, 118)], stroke=Q[1], sw=1.3)
+    d.arrow((520, 118), (ax - 2, 118), color=Q[1], sw=1.3, head=6)
+    # every cached key, the new one included, enters the scores
+    d.polyline([(cx0 + 4 * cell, 95), (505, 95), (505, 130)], stroke=K[1], sw=1.3)
+    d.arrow((505, 130), (ax - 2, 130), color=K[1], sw=1.3, head=6)
     d.arrow((ax + 60, 136), (ax + 60, 178), color=LINE)
     d.op(ax + 60, 190, "×", r=11, size=14)
     d.polyline([(cx0 + 28, 170 + t * cell), (cx0 + 28, 246), (ax + 60, 246)], stroke=V[1], sw=1.2)
