@@ -339,7 +339,8 @@ def gpu_goals(gpu_run: dict) -> dict:
 def gpu_section(gpu_run: dict, book: dict | None = None) -> str:
     """``results/bench.md``'s part for a run on a lent GPU machine (``results/bench-gpu.json``):
     the machine, the goals, the chapters' wall times beside the book machine's (``book``: its
-    ``notebooks`` part), then that run's own tables; a section of the page (``##``), so that the page keeps one title."""
+    ``notebooks`` part), then that run's own tables: a section of the page (``##``), so that the
+    page keeps one title."""
     m = gpu_run["machine"]
     text = [f"\n## On a lent GPU: {m.get('gpu')}\n\nA separate run, `{gpu_run.get('command')}`, on "
             f"{m['date_utc']}: {m.get('gpu')}, CUDA {m.get('cuda')}, cuDNN {m.get('cudnn')}, torch "
