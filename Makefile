@@ -174,7 +174,7 @@ COURSE_DEPS := $(if $(wildcard $(STAMP)),,install)
 .PHONY: assignments grade export formgrader
 assignments: $(COURSE_DEPS)
 ifeq ($(BOOK_LANG),zh)
-	$(BIN)/python scripts/i18n.py generate
+	$(BIN)/python -m book.i18n generate
 	$(BIN)/python -m coursegrader generate --lang zh --course $(COURSE)$(if $(FORCE), --force,)
 else
 	$(BIN)/python -m coursegrader generate --course $(COURSE)$(if $(FORCE), --force,)

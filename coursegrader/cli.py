@@ -40,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--course", "--out", dest="course", type=Path, default=ROOT / "build" / "assignments",
                    help="the course directory (default build/assignments)")
     g.add_argument("--lang", choices=["en", "zh"], default="en",
-                   help="zh: the Chinese statements (scripts/i18n.py; code and tests identical)")
+                   help="zh: the Chinese statements (python -m book.i18n; code and tests identical)")
     g.add_argument("--source", type=Path, default=SOURCE,
                    help="the assignment sources (default assignments/source; --lang zh: the Chinese ones)")
     g.add_argument("--course-id", default="attention-book", help="the course id of a new course's config")
@@ -123,8 +123,8 @@ def main(argv=None) -> int:
 def _generate(args) -> int:
     source = args.source
     if args.lang == "zh":  # the sources with translated markdown, from the catalogues
-        sys.path.insert(0, str(ROOT / "scripts"))
-        import i18n
+        sys.path.insert(0, str(ROOT))
+        from book import i18n
 
         i18n.generate(log=lambda *_: None)
         source = i18n.ASSIGNMENTS_ZH

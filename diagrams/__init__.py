@@ -9,7 +9,7 @@
 * ``svg/en/NAME.svg`` and ``svg/zh/NAME.svg`` are the renders (committed, so they can be looked at
   and compared with a fresh render). The Chinese labels come from the catalogue
   ``locale/zh_CN/LC_MESSAGES/diagrams.po``, one message per label with the diagram's name as
-  context, maintained by ``scripts/i18n.py`` like the chapters' catalogues.
+  context, maintained by ``book.i18n`` like the chapters' catalogues.
 * A chapter shows a diagram in a markdown cell whose metadata names it (``"diagram": NAME``) and
   carries its caption and alt text as every figure does (``mystnb.figure.caption``,
   ``mystnb.image.alt``). The cell's text is generated: an image whose source is the SVG itself (a
@@ -167,7 +167,7 @@ def refresh_cell(cell: dict, lang: str = "en", svg: str | None = None) -> bool:
 
 
 def localise_cell(cell: dict) -> None:
-    """For the Chinese notebooks (``scripts/i18n.py generate``): the Chinese SVG, and the alt
+    """For the Chinese notebooks (``python -m book.i18n generate``): the Chinese SVG, and the alt
     text of the metadata (already translated) in the brackets."""
     refresh_cell(cell, "zh")
 

@@ -22,7 +22,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
 import diagrams  # noqa: E402
 from diagrams import draw  # noqa: E402
 
@@ -93,7 +92,7 @@ def test_every_diagram_follows_the_prose_that_points_at_it(path):
     """A diagram is never dropped between two code cells or stacked on another figure: the cell
     before it is prose whose last paragraph tells the reader what to look for ("The diagram below
     ..."), in both editions."""
-    import i18n
+    from book import i18n
 
     nb = _nb(path)
     cells = diagrams.chapter_cells(nb)
@@ -192,7 +191,7 @@ def test_the_check_sees_an_untranslated_label():
 
 
 def test_chinese_notebooks_show_the_chinese_diagram_and_alt_text():
-    import i18n
+    from book import i18n
 
     for path in CHAPTERS:
         nb = _nb(path)
@@ -215,7 +214,7 @@ def test_chinese_notebooks_show_the_chinese_diagram_and_alt_text():
 
 
 def test_a_diagram_cell_is_no_message_of_the_chapter_catalogue_but_its_texts_are():
-    import i18n
+    from book import i18n
 
     for path in CHAPTERS:
         nb = _nb(path)
