@@ -212,13 +212,14 @@ def run_side_by_side(fn, jobs, device=None, workers: int | None = None) -> list:
     workers = min(workers or cores, len(jobs)) if device.type == "cpu" else 1
     if workers <= 1:
         return [fn(**job) for job in jobs]
-    # On Linux a forked worker starts at once, with torch imported; it computes on one thread, as
-    # DataLoader's forked workers do, which keeps it clear of the parent's thread pool. Elsewhere,
-    # and once this process has used CUDA (autograd then runs threads a forked child cannot
-    # inherit: "Unable to handle autograd's threading in combination with fork-based
-    # multiprocessing"), a spawned worker imports torch first (a few seconds).
-    fork = sys.platform == "linux" and not torch.cuda.is_initialized()
-    context = multiprocessing.get_context("fork" if fork else "spawn")
+    # Workers start from a clean process, never as a fork of this one: a fork inherits the threads'
+    # locks and the sockets of a Jupyter kernel (and autograd's CUDA threads), and can hang. On Linux
+    # a fork server that has imported torch and attnlib once forks them (quick); elsewhere they are
+    # spawned and import torch first (a few seconds).
+    method = "forkserver" if sys.platform == "linux" else "spawn"
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        context.set_forkserver_preload(["torch", "attnlib"])
     with ProcessPoolExecutor(workers, mp_context=context, initializer=torch.set_num_threads,
                              initargs=(1,)) as pool:
         futures = [pool.submit(fn, **job) for job in jobs]

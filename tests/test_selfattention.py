@@ -1,4 +1,6 @@
 """Chapter 6's experiment: order tasks, the position-blind ceiling, the tagger, peak memory."""
+import sys
+
 import pytest
 import torch
 
@@ -127,8 +129,8 @@ def test_positions_decide_reversal_but_not_counting(one_thread):
 @pytest.mark.parametrize("cuda_used", [False, True])
 def test_fit_tagger_side_by_side_gives_the_models_of_training_in_turn(one_thread, cuda_used,
                                                                       monkeypatch):
-    """Forked workers, or spawned ones once the process has used CUDA (a forked child cannot
-    inherit autograd's CUDA threads): the models of training in turn either way."""
+    """Workers from a fork server (never a fork of this process, whose threads and sockets a child
+    would inherit; CUDA used or not): the models of training in turn."""
     started = []
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: cuda_used)
     real_context = A.training.multiprocessing.get_context
@@ -137,7 +139,7 @@ def test_fit_tagger_side_by_side_gives_the_models_of_training_in_turn(one_thread
     jobs = [dict(task=task, position=position, seq_len=6, vocab_size=5, num_steps=20)
             for task, position in [("reverse", "sinusoidal"), ("count", None), ("reverse", "rope")]]
     side_by_side = A.run_side_by_side(fit_tagger, jobs, device="cpu", workers=2)
-    assert started == ["spawn" if cuda_used else "fork"]
+    assert started == ["forkserver" if sys.platform == "linux" else "spawn"]
     for job, (model, losses, curve) in zip(jobs, side_by_side, strict=True):
         alone, alone_losses, _ = fit_tagger(**job)
         assert losses == alone_losses and len(losses) == 20 and curve == {}
