@@ -126,13 +126,10 @@ def test_positions_decide_reversal_but_not_counting(one_thread):
     assert acc["count", None] > 0.9
 
 
-@pytest.mark.parametrize("cuda_used", [False, True])
-def test_fit_tagger_side_by_side_gives_the_models_of_training_in_turn(one_thread, cuda_used,
-                                                                      monkeypatch):
+def test_fit_tagger_side_by_side_gives_the_models_of_training_in_turn(one_thread, monkeypatch):
     """Workers from a fork server (never a fork of this process, whose threads and sockets a child
-    would inherit; CUDA used or not): the models of training in turn."""
+    would inherit): the models of training in turn."""
     started = []
-    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: cuda_used)
     real_context = A.training.multiprocessing.get_context
     monkeypatch.setattr(A.training.multiprocessing, "get_context",
                         lambda method: started.append(method) or real_context(method))
