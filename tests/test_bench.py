@@ -306,3 +306,29 @@ def test_quick_bench_in_a_fresh_clone_leaves_every_tracked_file_alone(tmp_path):
     noise = [line for line in (done.stdout + done.stderr).splitlines()
              if "USDT" in line or "ERROR" in line]
     assert noise == []  # Kineto (torch.profiler) is kept quiet
+
+
+def test_grading_class_is_made_for_every_assignment(tmp_path):
+    """The grading benchmark's generated class: every assignment, every kind of submission, and
+    a wrong or adversarial one replaces each solution function by a stub that returns zeros."""
+    from bench import grading
+    from coursegrader.course import assignment_names
+
+    names = assignment_names(grading.SOURCE)
+    kinds = grading.make_class(tmp_path, len(grading.KINDS), names)
+    assert sorted(kinds.values()) == sorted(grading.KINDS)
+    for student, kind in kinds.items():
+        for name in names:
+            text = (tmp_path / student / name / f"{name}.ipynb").read_text()
+            if kind == "broken":
+                with pytest.raises(nbformat.reader.NotJSONError):
+                    nbformat.reads(text, as_version=4)
+                continue
+            nb = nbformat.reads(text, as_version=4)
+            solutions = [c for c in nb.cells if c.cell_type == "code"
+                         and c.metadata.get("nbgrader", {}).get("solution")]
+            assert solutions, name
+            stubbed = all("return torch.zeros(1)" in c.source for c in solutions)
+            assert stubbed == (kind in ("wrong", "adversarial")), (student, name)
+            assert ("torch.allclose = lambda" in nb.cells[nb.cells.index(solutions[0])].source) \
+                == (kind == "adversarial")
