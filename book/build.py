@@ -41,7 +41,7 @@ from book.pages import (
     toc,
 )
 from book.vendor import AXE_VERSION, MATHJAX_VERSION, fetch_axe, fetch_mathjax
-from book.widgets import static_widgets
+from book.widgets import EXPLORER_DIR, static_widgets
 
 STAGE = ROOT / "build" / "book-src"
 SITE = ROOT / "build" / "book"
@@ -75,6 +75,7 @@ def stage(target: Path = STAGE) -> None:
         "_ext",
         "_css",
         "_js",
+        "_explore",
         "favicon.svg",
         "docs",
     }
@@ -100,6 +101,15 @@ def stage(target: Path = STAGE) -> None:
         _write(target / "docs" / name, (ROOT / "docs" / name).read_bytes())
     # Chapters (widgets made static); the library sources they link to become downloads.
     keep_nb = set()
+    explorer_dir = target / "_explore" / EXPLORER_DIR  # html_static_path: _static/explorer/
+    explorer_dir.mkdir(parents=True, exist_ok=True)
+    kept_states: set[str] = set()
+
+    def save(name: str, data: bytes) -> None:
+        kept_states.add(name)
+        if not (explorer_dir / name).exists():
+            _write(explorer_dir / name, data)
+
     for path, nb in books:
         if missing := notebook_figure_problems(nb):
             print(
@@ -108,7 +118,7 @@ def stage(target: Path = STAGE) -> None:
                 "to write them",
                 flush=True,
             )
-        static_widgets(nb)
+        static_widgets(nb, save=save)
         if diagrams.stage_notebook(nb, target / "notebooks", "en", _write):
             keep_nb.add("diagrams")
         _write(target / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
@@ -123,6 +133,9 @@ def stage(target: Path = STAGE) -> None:
         for f in (target / folder).glob("*"):
             if f.name not in names:
                 shutil.rmtree(f) if f.is_dir() else f.unlink()
+    for f in explorer_dir.glob("*"):
+        if f.name not in kept_states:
+            f.unlink()
     for folder, pattern in (("_ext", "*.py"), ("_css", "*.css"), ("_js", "*.js")):
         for f in (BOOK / folder).glob(pattern):
             _write(target / folder / f.name, f.read_bytes())
@@ -202,6 +215,9 @@ def build(force: bool = False) -> Path:
     stage()
     fresh = force or not CODE_STAMP.exists() or CODE_STAMP.read_text() != code_digest()
     STAMP.unlink(missing_ok=True)
+    # Sphinx copies static files but never removes one: the explorers' images of states that no
+    # longer exist would stay in the site.
+    shutil.rmtree(SITE / "_static" / EXPLORER_DIR, ignore_errors=True)
     sphinx_build(STAGE, SITE, DOCTREES, fresh)
     STAMP.write_text(digest)
     CODE_STAMP.write_text(code_digest())
@@ -224,14 +240,18 @@ def stage_zh() -> dict:
     Returns the Sphinx settings of the Chinese site."""
     stage(STAGE_BASE)  # the English tree, staged apart from build/book-src/, so that building both
     for f in STAGE_BASE.rglob("*"):  # sites at once (two test workers) never shares a folder
-        if f.is_file():
+        if f.is_file() and f.relative_to(STAGE_BASE).parts[0] != "_explore":
             _write(STAGE_ZH / f.relative_to(STAGE_BASE), f.read_bytes())
+    # The explorers' images are the English site's (build/book/_static/explorer/): the Chinese
+    # pages, in build/book/zh/, point there rather than keep a second copy.
+    shutil.rmtree(STAGE_ZH / "_explore", ignore_errors=True)
+    (STAGE_ZH / "_explore").mkdir(parents=True)
     words = i18n.interface_translations()
     say = interface.sayer(words)
     by_id = i18n.all_translations()
     for path in chapters():
         nb = json.loads((i18n.NOTEBOOKS_ZH / path.name).read_text(encoding="utf-8"))
-        static_widgets(nb, say)
+        static_widgets(nb, say, save=lambda name, data: None, static="../../_static/")
         diagrams.stage_notebook(nb, STAGE_ZH / "notebooks", "zh", _write)
         _write(STAGE_ZH / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     for name in ("intro.md", "glossary.md", "references.md"):

@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from book import ROOT
 from book._ext.chinese_interface import THEME_HARDCODED
+from book.chapters import chapters
 from book.pages import (
     CHAPTERS_CAPTION,
     REFERENCE_CAPTION,
@@ -35,7 +36,7 @@ from book.pages import (
     english_only_pages,
     page_title,
 )
-from book.widgets import NOTES
+from book.widgets import EXPLORER, EXPLORER_WORDS, NOTES, explorer_labels
 
 CATALOGUE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / "interface.po"
 AUTHOR = "the authors of the attention textbook"  # book/_config.yml's author
@@ -90,10 +91,28 @@ def book_messages() -> list[tuple[str, str]]:
         (ENGLISH_MARK, "the navigation title of a page that stays English; %(title)s is its title"),
         *[(note, "the note above a widget's snapshot; keep {settings} and the markup")
           for note in NOTES],
+        *[(word, "an interactive figure's note, live status and changing alt text; keep {settings} "
+                 "and {about}") for word in EXPLORER_WORDS],
+        *[(label, "the label of a control of a chapter's interactive figure")
+          for label in explorer_control_labels()],
     ]
     for page, text in english_page_texts().items():
         found.append((page_title(text, page), f"the title of {page}, shown in the navigation"))
     return found
+
+
+def explorer_control_labels() -> list[str]:
+    """The labels of the controls of every chapter's explorers (attnlib.explorer), in order."""
+    import json
+
+    labels = []
+    for path in chapters():
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            for out in cell.get("outputs", []):
+                if EXPLORER in out.get("data", {}):
+                    labels += explorer_labels(out["data"][EXPLORER])
+    return list(dict.fromkeys(labels))
 
 
 def english_page_texts() -> dict[str, str]:

@@ -1,17 +1,25 @@
-"""Saved ipywidgets views as static snapshots for the website.
+"""Saved ipywidgets views on the website: explorers that work with no kernel, or static snapshots.
 
 A widget cell's output is a view of a model in the notebook's saved widget state. The site loads
-no widget JavaScript: each view becomes a note naming the controls' values, followed by what the
-widget's Output areas held when the notebook was executed (its figure)."""
+no widget JavaScript. A view made by ``attnlib.explorer.explorable`` carries every state of the
+widget as data (:data:`EXPLORER`): it becomes the same controls in HTML, the first state's figures
+(the cell's figure, with its caption and alt text) and every state's images in
+``_static/explorer/`` (lossless WebP), which ``book/_js/explorer.js`` swaps in as the controls
+move. Any other view becomes a note naming the controls' values, followed by what the widget's
+Output areas held when the notebook was executed (its figure)."""
 
 from __future__ import annotations
 
+import base64
 import html
+import json
 import re
 from collections.abc import Callable
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+EXPLORER = "application/vnd.attnbook.explorer+json"  # attnlib.explorer.MIME
+EXPLORER_DIR = "explorer"  # the states' images: _static/explorer/<key>.webp
 
 # The snapshot's note, in English; the Chinese site passes ``say`` (book.interface) to translate it.
 SNAPSHOT_AT = ("<em>Static snapshot of an interactive widget</em> at {settings}. Run the notebook "
@@ -77,9 +85,89 @@ def snapshot(tree: dict, say: Callable[[str], str] = str) -> list[dict]:
     ]
 
 
-def static_widgets(nb: dict, say: Callable[[str], str] = str) -> int:
-    """Replace widget views with static snapshots and drop the widget state (so no widget
-    JavaScript is loaded). Returns the number of views replaced."""
+# The explorer's own words (the Chinese site translates them; book/interface.py lists them).
+EXPLORER_WORDS = (
+    "Interactive figure: move the controls to redraw it.",
+    "Showing {settings}.",
+    "{settings}: {about}",
+)
+
+
+def png(webp: str) -> str:
+    """A base64 lossless WebP image as a base64 PNG of the same pixels."""
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    with Image.open(io.BytesIO(base64.b64decode(webp))) as image:
+        image.save(out, format="png")
+    return base64.b64encode(out.getvalue()).decode("ascii")
+
+
+def explorer_labels(data: dict) -> list[str]:
+    """The labels of an explorer's controls (what the Chinese site translates)."""
+    return [c["label"] for c in data["controls"]]
+
+
+def explorer(data: dict, save: Callable[[str, bytes], None], say: Callable[[str], str] = str,
+             static: str = "../_static/") -> list[dict]:
+    """The outputs standing in for one explorer: its controls (HTML), the first state's figures
+    (images, so the cell's caption and alt text make them a figure) and printed text; every
+    state's images are passed to ``save(file name, bytes)`` for ``_static/explorer/``."""
+    for key, image in data["images"].items():
+        save(f"{key}.webp", base64.b64decode(image))
+    controls = [dict(c, label=say(c["label"])) for c in data["controls"]]
+    index = 0
+    for c in controls:
+        index = index * len(c["values"]) + c["index"]
+    first = data["views"][data["states"][index]]
+    words = {w: say(w) for w in EXPLORER_WORDS}
+    payload = {"controls": [{k: c[k] for k in ("label", "kind", "labels", "index")} for c in controls],
+               "states": data["states"], "views": data["views"], "words": words,
+               "base": static + EXPLORER_DIR + "/"}
+    parts = []
+    for i, c in enumerate(controls):
+        name = html.escape(c["label"])
+        labels = [html.escape(str(label)) for label in c["labels"]]
+        if c["kind"] == "select":
+            options = "".join(f'<option value="{j}"{" selected" * (j == c["index"])}>{label}</option>'
+                              for j, label in enumerate(labels))
+            field = f'<select data-control="{i}">{options}</select>'
+        elif c["kind"] == "checkbox":
+            field = f'<input type="checkbox" data-control="{i}"{" checked" * c["index"]}>'
+        else:
+            field = (f'<input type="range" data-control="{i}" min="0" max="{len(labels) - 1}" '
+                     f'step="1" value="{c["index"]}" aria-valuetext="{labels[c["index"]]}">'
+                     f'<output aria-hidden="true">{labels[c["index"]]}</output>')
+        parts.append(f'<label class="explorer-control"><span>{name}</span>{field}</label>')
+    settings = "; ".join(f'{c["label"]} = {c["labels"][c["index"]]}' for c in controls)
+    box = (
+        '<div class="explorer" role="group" aria-label="'
+        + html.escape(words[EXPLORER_WORDS[0]]) + '">'
+        + f'<p class="explorer-note">{html.escape(words[EXPLORER_WORDS[0]])}</p>'
+        + "".join(parts)
+        + '<p class="explorer-status" aria-live="polite">'
+        + html.escape(words[EXPLORER_WORDS[1]].format(settings=settings)) + "</p>"
+        + '<script type="application/json" class="explorer-data">'
+        + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+        + "</script></div>"
+    )
+    outputs = [{"output_type": "display_data", "metadata": {}, "data": {"text/html": box}}]
+    for f in first["figures"]:  # as PNG, which MyST-NB makes the cell's figure (the same pixels)
+        outputs.append({"output_type": "display_data", "metadata": {},
+                        "data": {"image/png": png(data["images"][f["img"]]), "text/plain": "<Figure>"}})
+    text = html.escape(first["text"])
+    outputs.append({"output_type": "display_data", "metadata": {},
+                    "data": {"text/html": f'<pre class="explorer-text">{text}</pre>'}})
+    return outputs
+
+
+def static_widgets(nb: dict, say: Callable[[str], str] = str,
+                   save: Callable[[str, bytes], None] | None = None, static: str = "../_static/") -> int:
+    """Replace widget views with explorers (given ``save``, see :func:`explorer`; ``static`` is
+    the chapter page's way to the folder that holds ``explorer/``) or static snapshots, and drop
+    the widget state (so no widget JavaScript is loaded). Returns the number of views replaced."""
     meta = nb.get("metadata", {}).pop("widgets", {}) or {}
     state = meta.get(WIDGET_STATE, {}).get("state", {})
     count = 0
@@ -91,6 +179,9 @@ def static_widgets(nb: dict, say: Callable[[str], str] = str) -> int:
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view is None:
                 new_outputs.append(out)
+            elif EXPLORER in out["data"] and save is not None:
+                count += 1
+                new_outputs += explorer(out["data"][EXPLORER], save, say, static)
             else:
                 count += 1
                 new_outputs += snapshot(widget_tree(state, view.get("model_id", "")), say)

@@ -1,6 +1,12 @@
 """Run chapter notebooks top to bottom and save their outputs in place (``make execute``).
 
     python scripts/execute.py [NOTEBOOK ...]   # default: every notebooks/NN_*.ipynb
+    python scripts/execute.py NOTEBOOK --cells ID [ID ...]   # run all, write back these cells
+
+With ``--cells`` the whole notebook runs as always, but only the named cells (their cell ids)
+take the new outputs; every other cell keeps the outputs it had, so a change to one cell does
+not rewrite the numbers of a chapter that trains models. The notebook's saved widget state is
+the new run's (a widget cell's view names a model in it).
 
 Each notebook runs in a fresh ``python3`` kernel with its own folder as working directory, as
 ``jupyter nbconvert --to notebook --execute --inplace`` does, and is written back only when every
@@ -59,15 +65,27 @@ class CleanShutdownKernelManager(AsyncKernelManager):
             shutil.rmtree(self._ipc_dir, ignore_errors=True)
 
 
-def execute(path: Path, timeout: int = 600) -> float:
-    """Execute ``path`` and write it back; return the seconds it took. Raises on a failing cell."""
+def execute(path: Path, timeout: int = 600, cells: list[str] | None = None) -> float:
+    """Execute ``path`` and write it back (only the outputs of the cells with the ids ``cells``,
+    when given); return the seconds it took. Raises on a failing cell."""
     nb = nbformat.read(path, as_version=4)
+    if cells:
+        missing = set(cells) - {c.get("id") for c in nb.cells}
+        if missing:
+            raise ValueError(f"{path}: no cell with id {', '.join(sorted(missing))}")
+        old = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             kernel_manager_class=CleanShutdownKernelManager,
                             resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
+    if cells:
+        for cell, before in zip(nb.cells, old.cells, strict=True):
+            if cell.cell_type == "code" and cell.get("id") not in cells:
+                cell.outputs = before.outputs
+                cell.execution_count = before.execution_count
+                cell.metadata = before.metadata
     nbformat.write(nb, path)
     return seconds
 
@@ -77,6 +95,8 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path,
                         help="notebooks to run (default: every notebooks/NN_*.ipynb)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell")
+    parser.add_argument("--cells", nargs="+", metavar="ID",
+                        help="write back only these cells' outputs (cell ids), keep the others'")
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     total = 0.0
@@ -86,7 +106,7 @@ def main(argv=None) -> int:
             path = path.relative_to(Path.cwd())
         print(f"{path}: running", end="", flush=True)
         try:
-            seconds = execute(path, args.timeout)
+            seconds = execute(path, args.timeout, args.cells)
         except CellExecutionError as err:
             print(f"\n{path}: a cell raised; the notebook was not written.\n{err}", file=sys.stderr)
             return 1

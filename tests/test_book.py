@@ -19,6 +19,7 @@ Browser: ``$CHROME`` if set, else chromium / google-chrome on PATH (on Debian an
 
 from __future__ import annotations
 
+import base64
 import functools
 import http.server
 import json
@@ -358,7 +359,7 @@ REPORT_JS = r"""
       .map(i => i.src),
     widgetViews: document.querySelectorAll('script[type*="widget-view"], .jupyter-widgets').length
                  + (main.textContent.includes('interactive(children=') ? 1 : 0),
-    snapshots: document.querySelectorAll('.widget-snapshot').length,
+    snapshots: document.querySelectorAll('.widget-snapshot, .explorer').length,
     height: Math.ceil(document.documentElement.scrollHeight),
     mode: document.documentElement.dataset.mode || '',
   });
@@ -589,3 +590,150 @@ def test_the_browser_check_catches_a_broken_page(tmp_path, browser, axe):
     assert report["cutFormulas"] == report["unmarkedFormulas"] == ["a  cut formula"]
     # axe sees the image without a text alternative and the page without a language.
     assert {"image-alt", "html-has-lang"} <= {v["id"] for v in report["axe"]}, report["axe"]
+
+
+# --------------------------------------------------------------------------- the explorers
+def explorer_payloads(nb: dict) -> list[dict]:
+    """The exported states of a notebook's explorers (attnlib.explorer), in page order."""
+    return [o["data"][widgets.EXPLORER] for c in nb["cells"] for o in c.get("outputs", [])
+            if widgets.EXPLORER in o.get("data", {})]
+
+
+EXPLORER_CHAPTERS = [p for p in CHAPTERS
+                     if explorer_payloads(json.loads(p.read_text(encoding="utf-8")))]
+TIMINGS = ROOT / "build" / "book-screenshots" / "explorer-timings.json"
+
+# What one explorer shows now: its state, images (src, loaded), alt texts, printed text, status.
+EXPLORER_VIEW_JS = """(i) => { const box = document.querySelectorAll('.explorer')[i];
+  const cell = box.closest('.cell_output') || box.parentElement;
+  const imgs = [...cell.querySelectorAll('img')];
+  return {state: Number(box.dataset.state), src: imgs.map(m => m.getAttribute('src')),
+          loaded: imgs.map(m => m.complete && m.naturalWidth > 0), alt: imgs.map(m => m.alt),
+          text: (cell.querySelector('pre.explorer-text') || {}).textContent || '',
+          status: box.querySelector('.explorer-status').textContent,
+          labels: [...box.querySelectorAll('.explorer-control > span')].map(s => s.textContent)}; }"""
+
+
+def _state_index(data: dict, idx: list[int]) -> int:
+    k = 0
+    for c, i in zip(data["controls"], idx, strict=True):
+        k = k * len(c["values"]) + i
+    return data["states"][k]
+
+
+def _set_controls(page, n: int, data: dict, idx: list[int]) -> None:
+    """Move explorer ``n``'s controls to the value indices ``idx``, as a reader would."""
+    box = page.locator(".explorer").nth(n)
+    for j, (c, i) in enumerate(zip(data["controls"], idx, strict=True)):
+        control = box.locator(f"[data-control='{j}']")
+        if c["kind"] == "select":
+            control.select_option(str(i))
+        elif c["kind"] == "checkbox":
+            control.set_checked(bool(i))
+        else:  # a range input: as dragging it does, set the value and send "input"
+            control.evaluate("(el, v) => { el.value = v; el.dispatchEvent(new Event('input', "
+                             "{bubbles: true})); }", str(i))
+
+
+def check_explorers(browser, url: str, nb: dict, site_root: Path) -> dict:
+    """Open a chapter page and operate each explorer: for two settings the page must show the
+    exported state (the same images, byte for byte, the same printed text), the keyboard must move
+    the first control, and pointing at a heatmap's cell must name it. Returns the page's timings
+    (milliseconds from navigation: DOM ready, explorers operable, load event) and each explorer's
+    control labels."""
+    payloads = explorer_payloads(nb)
+    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    try:
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url, wait_until="load", timeout=60_000)
+        page.wait_for_function("document.documentElement.dataset.explorersReady !== undefined")
+        timings = page.evaluate("""() => ({
+          dom: Math.round(performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd),
+          load: Math.round(performance.getEntriesByType('navigation')[0].loadEventEnd),
+          explorers: Number(document.documentElement.dataset.explorersReady)})""")
+        labels = [page.evaluate(EXPLORER_VIEW_JS, n)["labels"] for n in range(len(payloads))]
+        assert page.locator(".explorer").count() == len(payloads)
+        for n, data in enumerate(payloads):
+            first = [c["index"] for c in data["controls"]]
+            last = [len(c["values"]) - 1 for c in data["controls"]]
+            low = [0] * len(first)
+            a, b = (low, last) if _state_index(data, low) != _state_index(data, last) else (first, last)
+            shown = []
+            for idx in (a, b):
+                _set_controls(page, n, data, idx)
+                view_index = _state_index(data, idx)
+                view = data["views"][view_index]
+                page.wait_for_function(
+                    "([i, k]) => [...(document.querySelectorAll('.explorer')[i].closest('.cell_output')"
+                    " || document).querySelectorAll('img')].every(m => m.complete)", arg=[n, view_index])
+                got = page.evaluate(EXPLORER_VIEW_JS, n)
+                assert got["state"] == view_index, (url, n, idx, got)
+                for f, src, loaded in zip(view["figures"], got["src"], got["loaded"], strict=False):
+                    assert src.endswith(f"_static/{widgets.EXPLORER_DIR}/{f['img']}.webp"), (src, f)
+                    assert loaded, src
+                    on_disk = (site_root / "_static" / widgets.EXPLORER_DIR / f"{f['img']}.webp")
+                    assert on_disk.read_bytes() == base64.b64decode(data["images"][f["img"]])
+                assert got["text"] == view["text"], (got["text"], view["text"])
+                for c, i in zip(data["controls"], idx, strict=True):
+                    assert c["labels"][i] in got["status"], got["status"]
+                shown.append(got["src"])
+            assert shown[0] != shown[1], f"{url}: explorer {n} shows the same figure for two settings"
+        # Keyboard: the first explorer's first slider (or first control), moved by an arrow key.
+        data = payloads[0]
+        kinds = [c["kind"] for c in data["controls"]]
+        j = kinds.index("slider") if "slider" in kinds else 0
+        _set_controls(page, 0, data, [0] * len(kinds))
+        page.locator(".explorer").first.locator(f"[data-control='{j}']").focus()
+        page.keyboard.press("ArrowRight" if kinds[j] == "slider" else "ArrowDown")
+        expected = _state_index(data, [int(i == j) for i in range(len(kinds))])
+        page.wait_for_function(f"document.querySelector('.explorer').dataset.state === '{expected}'")
+        # Pointing at a heatmap's cell, and the keyboard's cursor on a focused heatmap.
+        for n, data in enumerate(payloads):
+            got = page.evaluate(EXPLORER_VIEW_JS, n)
+            view = data["views"][got["state"]]
+            for f_index, f in enumerate(view["figures"]):
+                if not f["heat"]:
+                    continue
+                h = f["heat"][0]
+                img = page.locator(".explorer").nth(n).locator(
+                    "xpath=ancestor::div[contains(@class,'cell_output')]//img").nth(f_index)
+                img.scroll_into_view_if_needed()
+                box = img.bounding_box()
+                x0, y0, x1, y1 = h["box"]
+                cw, ch = (x1 - x0) / h["n"][1], (y1 - y0) / h["n"][0]
+                img.hover(position={"x": (x0 + cw / 2) * box["width"], "y": (y0 + ch / 2) * box["height"]})
+                tip = page.locator(".explorer-tip").locator("visible=true").first
+                text = tip.text_content()
+                assert str(h["v"][0]) in text, (text, h["v"][0])
+                for name in (h["rows"] or [None])[:1] + (h["cols"] or [None])[:1]:
+                    assert name is None or name in text, (text, name)
+                img.focus()
+                page.keyboard.press("ArrowRight")
+                value = h["v"][1] if h["n"][1] > 1 else h["v"][0]
+                assert str(value) in tip.text_content(), (tip.text_content(), value)
+                break
+        assert not errors, errors
+        return timings, labels
+    finally:
+        context.close()
+
+
+def _record_timings(page: str, timings: dict) -> None:
+    TIMINGS.parent.mkdir(parents=True, exist_ok=True)
+    known = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
+    known[page] = timings
+    TIMINGS.write_text(json.dumps(known, indent=1, sort_keys=True))
+    print(f"{page}: DOM ready {timings['dom']} ms, explorers operable {timings['explorers']} ms, "
+          f"load {timings['load']} ms")
+
+
+@pytest.mark.parametrize("chapter", [p.stem for p in EXPLORER_CHAPTERS])
+def test_explorers_show_the_exported_states_and_work_by_keyboard(chapter, site, server, browser):
+    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
+    timings, labels = check_explorers(browser, f"{server}/notebooks/{chapter}.html", nb, site)
+    _record_timings(f"notebooks/{chapter}", timings)
+    assert labels == [[c["label"] for c in data["controls"]] for data in explorer_payloads(nb)]
+    disk, _ = check_explorers(browser, (site / "notebooks" / f"{chapter}.html").as_uri(), nb, site)
+    _record_timings(f"notebooks/{chapter} (file://)", disk)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import re
 import subprocess
 import sys
@@ -24,12 +25,16 @@ from urllib.parse import urljoin
 import pytest
 from bs4 import BeautifulSoup
 from test_book import (  # noqa: F401 (axe, browser: fixtures)
+    EXPLORER_CHAPTERS,
     PAGES,
     SHOTS,
     _QuietHandler,
+    _record_timings,
     assert_page_works,
     axe,
     browser,
+    check_explorers,
+    explorer_payloads,
     open_page,
 )
 
@@ -260,3 +265,19 @@ def test_a_page_left_in_english_says_so(page, sites):
         assert links, f"no link to {page} in the navigation of zh/{here}"
         assert all("英文" in a.get_text() for a in links), \
             f"the navigation of zh/{here} does not mark {page} as English: {links}"
+
+
+@pytest.mark.parametrize("chapter", [p.stem for p in EXPLORER_CHAPTERS])
+def test_chinese_explorers_show_the_exported_states_with_chinese_labels(chapter, sites, server,
+                                                                      browser):  # noqa: F811
+    """The Chinese chapter's explorers work as the English ones (tests/test_book.py), with the
+    control labels of interface.po."""
+    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
+    # The Chinese pages show the English site's images (_static/explorer/, not a second copy).
+    timings, labels = check_explorers(browser, f"{server}/zh/notebooks/{chapter}.html", nb, sites)
+    _record_timings(f"zh/notebooks/{chapter}", timings)
+    english = [[c["label"] for c in data["controls"]] for data in explorer_payloads(nb)]
+    assert len(labels) == len(english)
+    for zh, en in zip(labels, english, strict=True):
+        untranslated = [e for z, e in zip(zh, en, strict=True) if not re.search(r"[\u3400-\u9fff]", z)]
+        assert not untranslated, f"zh/{chapter}: control labels left in English: {untranslated}"

@@ -1,0 +1,170 @@
+// The chapters' explorers (book/widgets.py): the controls of a widget, working with no kernel.
+// Each state's figures were drawn by the widget's own function when the notebook ran
+// (attnlib.explorer); moving a control swaps in that state's images, text alternative and printed
+// text. Pointing at, or focusing, a cell of a heatmap says its row, column and value.
+(() => {
+  "use strict";
+
+  const fill = (template, values) => template.replace(/\{(\w+)\}/g, (m, k) => (k in values ? values[k] : m));
+
+  function setUp(box) {
+    const data = JSON.parse(box.querySelector("script.explorer-data").textContent);
+    const cell = box.closest(".cell_output") || box.parentElement;
+    const images = Array.from(cell.querySelectorAll("img"));
+    const textBox = cell.querySelector("pre.explorer-text");
+    const status = box.querySelector(".explorer-status");
+    const inputs = Array.from(box.querySelectorAll("[data-control]"));
+    const firstAlt = images.map((img) => img.alt);
+    let first = null;
+    box.explorer = data;
+
+    const indices = () => inputs.map((el) => (el.type === "checkbox" ? (el.checked ? 1 : 0) : Number(el.value)));
+    const settings = (idx) => data.controls.map((c, i) => `${c.label} = ${c.labels[idx[i]]}`).join("; ");
+    const stateOf = (idx) => {
+      let k = 0;
+      data.controls.forEach((c, i) => { k = k * c.labels.length + idx[i]; });
+      return data.states[k];
+    };
+
+    function show() {
+      const idx = indices();
+      inputs.forEach((el, i) => {
+        if (el.type === "range") {
+          const label = data.controls[i].labels[idx[i]];
+          el.setAttribute("aria-valuetext", label);
+          const out = el.nextElementSibling;
+          if (out) out.textContent = label;
+        }
+      });
+      const viewIndex = stateOf(idx);
+      if (first === null) first = viewIndex;
+      const view = data.views[viewIndex];
+      const said = settings(idx);
+      view.figures.forEach((fig, i) => {
+        const img = images[i];
+        if (!img) return;
+        img.src = data.base + fig.img + ".webp";
+        img.alt = viewIndex === first && firstAlt[i]
+          ? firstAlt[i] : fill(data.words["{settings}: {about}"], { settings: said, about: fig.about });
+        img.dataset.view = String(viewIndex);
+        img.dataset.figure = String(i);
+      });
+      if (textBox) textBox.textContent = view.text;
+      status.textContent = fill(data.words["Showing {settings}."], { settings: said });
+      box.dataset.state = String(viewIndex);
+    }
+
+    inputs.forEach((el) => el.addEventListener("input", show));
+    inputs.forEach((el) => el.addEventListener("change", show));
+    first = stateOf(indices());
+    images.forEach((img, i) => {
+      img.dataset.view = String(first);
+      img.dataset.figure = String(i);
+      heatmapPointer(img, data);
+    });
+    box.dataset.state = String(first);
+    box.dataset.ready = "true";
+  }
+
+  // Hover and keyboard focus on a heatmap's cells.
+  function heatmapPointer(img, data) {
+    const wrap = document.createElement("span");
+    wrap.className = "explorer-figure";
+    img.parentNode.insertBefore(wrap, img);
+    wrap.appendChild(img);
+    const tip = document.createElement("span");
+    tip.className = "explorer-tip";
+    tip.setAttribute("role", "status");
+    tip.hidden = true;
+    const mark = document.createElement("span");
+    mark.className = "explorer-mark";
+    mark.hidden = true;
+    wrap.append(mark, tip);
+    let cursor = null; // [heatmap, row, col] chosen by the keyboard
+
+    const heats = () => data.views[Number(img.dataset.view)].figures[Number(img.dataset.figure)]?.heat || [];
+    const updateFocusable = () => {
+      if (heats().length) {
+        img.tabIndex = 0;
+        img.setAttribute("aria-describedby", tip.id || (tip.id = `tip-${Math.random().toString(36).slice(2)}`));
+      } else {
+        img.removeAttribute("tabindex");
+      }
+    };
+    updateFocusable();
+    new MutationObserver(() => { updateFocusable(); hide(); }).observe(img, { attributes: true, attributeFilter: ["src"] });
+
+    function describe(h, r, c) {
+      const v = h.v[r * h.n[1] + c];
+      const row = h.rows ? h.rows[r] : String(r + 1);
+      const col = h.cols ? h.cols[c] : String(c + 1);
+      const [rowName, colName, valueName] = h.lab;
+      const head = h.title ? `${h.title}: ` : "";
+      return `${head}${rowName || "row"} ${row}, ${colName || "column"} ${col}: ${valueName || "value"} ${v === null ? "–" : v}`;
+    }
+    function showCell(k, r, c) {
+      const h = heats()[k];
+      if (!h) return;
+      const [x0, y0, x1, y1] = h.box;
+      const w = (x1 - x0) / h.n[1];
+      const hgt = (y1 - y0) / h.n[0];
+      Object.assign(mark.style, {
+        left: `${100 * (x0 + c * w)}%`, top: `${100 * (y0 + r * hgt)}%`,
+        width: `${100 * w}%`, height: `${100 * hgt}%`,
+      });
+      mark.hidden = false;
+      tip.textContent = describe(h, r, c);
+      tip.style.left = `${100 * Math.min(x0 + (c + 1) * w, 0.6)}%`;
+      tip.style.top = `${100 * (y0 + (r + 1) * hgt)}%`;
+      tip.hidden = false;
+    }
+    function hide() { mark.hidden = true; tip.hidden = true; }
+    function cellAt(fx, fy) {
+      const hs = heats();
+      for (let k = 0; k < hs.length; k++) {
+        const [x0, y0, x1, y1] = hs[k].box;
+        if (fx >= x0 && fx < x1 && fy >= y0 && fy < y1) {
+          return [k, Math.floor((fy - y0) / (y1 - y0) * hs[k].n[0]), Math.floor((fx - x0) / (x1 - x0) * hs[k].n[1])];
+        }
+      }
+      return null;
+    }
+    img.addEventListener("mousemove", (e) => {
+      const rect = img.getBoundingClientRect();
+      const hit = cellAt((e.clientX - rect.left) / rect.width, (e.clientY - rect.top) / rect.height);
+      if (hit) showCell(...hit); else hide();
+    });
+    img.addEventListener("mouseleave", () => { if (cursor) showCell(...cursor); else hide(); });
+    img.addEventListener("focus", () => {
+      if (!heats().length) return;
+      cursor = cursor && heats()[cursor[0]] ? cursor : [0, 0, 0];
+      showCell(...cursor);
+    });
+    img.addEventListener("blur", () => { cursor = null; hide(); });
+    img.addEventListener("keydown", (e) => {
+      const hs = heats();
+      if (!cursor || !hs.length) return;
+      let [k, r, c] = cursor;
+      const move = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] }[e.key];
+      if (move) {
+        r += move[0]; c += move[1];
+      } else if (e.key === "PageDown" || e.key === "PageUp") {
+        k = (k + (e.key === "PageDown" ? 1 : hs.length - 1)) % hs.length; // the next heatmap
+      } else {
+        return;
+      }
+      e.preventDefault();
+      const n = hs[k].n;
+      cursor = [k, Math.max(0, Math.min(n[0] - 1, r)), Math.max(0, Math.min(n[1] - 1, c))];
+      showCell(...cursor);
+    });
+  }
+
+  const start = () => {
+    document.querySelectorAll(".explorer").forEach(setUp);
+    // When the page's explorers became operable (the site's browser test reports it).
+    document.documentElement.dataset.explorersReady = String(Math.round(performance.now()));
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
