@@ -30,7 +30,7 @@ PYTEST_ARGS ?=
 LAB_CONFIG := $(VENV)/share/jupyter/lab/settings/overrides.json \
   $(VENV)/etc/jupyter/jupyter_server_config.py $(VENV)/etc/jupyter/jupyter_notebook_config.py
 
-.PHONY: help install lab test lint format clean lock execute
+.PHONY: help install lab test lint format clean lock execute explorers
 
 help:
 	@echo "Reading and running the book:"
@@ -69,6 +69,8 @@ help:
 	@echo "  make system-deps  apt-get chromium and fonts-wqy-zenhei for the website test (sudo unless root)"
 	@echo "  make execute      re-run every notebook in place (after changing attnlib: notebooks show its source)"
 	@echo "                    one chapter: make execute NB=notebooks/04_bahdanau_attention.ipynb"
+	@echo "  make explorers    draw every state of the chapters' widgets for the website (book/explorers/);"
+	@echo "                    run it after changing a chapter with a widget [NB=notebooks/NN_x.ipynb]"
 	@echo "  make dist         attnlib's sdist and wheel -> dist/ (offline), to run the book elsewhere (README)"
 	@echo "  make lock         re-resolve requirements.in into requirements.lock"
 	@echo "  make clean        remove $(VENV) and build outputs"
@@ -115,6 +117,12 @@ format: install
 NB ?=
 execute: install
 	$(BIN)/python scripts/execute.py $(NB)
+
+# Every state of every chapter widget made with attnlib.explorer.explorable, drawn by the kernel
+# into book/explorers/ (the website's data; docs/book.md). tests/test_explorer.py names the
+# chapters whose states are stale. One chapter: make explorers NB=notebooks/02_attention_pooling.ipynb
+explorers: install
+	$(BIN)/python scripts/execute.py --explorers $(NB)
 
 # The Chinese notebooks (build/zh/notebooks, generated from the catalogues) run under nbval too.
 # Both sites are built first, so that the browser tests (two workers) find them up to date.

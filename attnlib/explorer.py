@@ -1,22 +1,35 @@
 """A chapter's widget, and every state of it for the book's website, from one function.
 
     from attnlib.explorer import explorable
-    ui, states = explorable(draw, temperature=widgets.SelectionSlider(options=[0.5, 1, 2], description="T"),
-                 kind=widgets.Dropdown(options=["a", "b"], description="kind"))
+    explored = explorable(draw, name="lookup",
+                          temperature=widgets.SelectionSlider(options=[0.5, 1, 2], description="T"),
+                          kind=widgets.Dropdown(options=["a", "b"], description="kind"))
 
-In JupyterLab this is ``ipywidgets.interactive(draw, **controls)``: the same controls, and ``draw``
-drawing with matplotlib as the reader moves them. It also calls ``draw`` once for every
-combination of the controls' values (a slider's every step, a drop-down's every option) and
-attaches the results to the cell's output as data, under the MIME type :data:`MIME` (JupyterLab
-shows the widget and ignores it; the website draws it, with no Python behind it):
+In JupyterLab (and under nbval) this is ``ipywidgets.interactive(draw, **controls)``: the same
+controls, and ``draw`` drawing with matplotlib as the reader moves them. The cell's output also
+carries a small payload under the MIME type :data:`MIME` (which explorer, and the values each
+control can take), which JupyterLab ignores. Nothing else is computed: the cell is as cheap as the
+widget.
 
-* each state's figures as images: matplotlib's PNG of the figure as the kernel draws it, stored
-  as lossless WebP (the same pixels, about a third of the bytes), each distinct image once;
-* for every heatmap (an ``imshow`` of a 2-D array), where it lies in the image, its values (3
-  significant digits) and the tick labels naming its rows and columns (the tokens), so that
-  pointing at a cell can say "query t, key o: attention weight 0.312";
+The website needs every state, drawn by the kernel. They are drawn only when the maintainers'
+executor asks for them (``make explorers``: ``scripts/execute.py --explorers`` sets the
+environment variable :data:`ENV` to the folder of the states): then :func:`explorable` also calls
+``draw`` once for every combination of the controls' values (a slider's every step, a drop-down's
+every option) and writes them to ``<folder>/<chapter>/<name>.json``, with each figure as a
+lossless WebP image in ``<folder>/img/<key>.webp`` (matplotlib's own pixels, each distinct image
+once, shared by every explorer). A state is:
+
+* its figures: the image key, and for every heatmap (an ``imshow`` of a 2-D array) where it lies
+  in the image, its values (3 significant digits) and the tick labels naming its rows and columns
+  (the tokens), so that pointing at a cell can say "query t, key o: attention weight 0.312";
 * what the function printed or displayed as text, and what it returned (ipywidgets shows it under
   the figure), and a short text naming what each figure shows (its titles).
+
+The executor then stamps the file with the notebook's recipe (:func:`recipe`: the code cells up to
+the widget's, comments left out); the site's build and ``tests/test_explorer.py`` refuse states
+whose recipe no longer matches the notebook. :meth:`Explored.check` redraws a state in the kernel
+and compares it with the saved one (values within a tolerance: never bitwise images across
+machines), which each chapter's hidden check does for two settings.
 
 The grid is every combination, so a control must have few values: a slider with a coarse step or
 a ``SelectionSlider`` of chosen values, a ``Dropdown`` of prompts instead of a free ``Text``.
@@ -24,17 +37,26 @@ a ``SelectionSlider`` of chosen values, a ``Dropdown`` of prompts instead of a f
 """
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import io
 import itertools
 import json
 import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 MIME = "application/vnd.attnbook.explorer+json"
+#: Set (to a folder) by the maintainers' executor: explorable() then draws and writes every state.
+ENV = "ATTNBOOK_EXPLORERS"
+#: The chapter (notebook name without .ipynb) whose explorers are drawn; set by the executor too.
+CHAPTER_ENV = "ATTNBOOK_CHAPTER"
+#: Where the book keeps the states: book/explorers/ beside attnlib/ (the site's data).
+STATES = Path(__file__).resolve().parent.parent / "book" / "explorers"
+IMAGES = "img"  # <folder>/img/<key>.webp
 
 
 def sig(x: float, digits: int = 3) -> float | int | None:
@@ -202,66 +224,226 @@ def render(fn, setting: dict) -> dict:
     return {"figures": figures, "text": text}
 
 
-def export(fn, controls: dict, max_states: int = 400) -> dict:
-    """Every state of ``fn`` over ``controls`` (name -> ipywidget; ``ipywidgets.fixed`` values are
-    passed as they are) as the JSON-ready payload of :data:`MIME`::
-
-        {"controls": [control_grid(...)], "states": [view index, row-major over the controls],
-         "views": [{"figures": [{"img": key, "w", "h", "heat", "about"}], "text"}],
-         "images": {key: base64 lossless WebP}}
-    """
+def grids(controls: dict) -> tuple[list[dict], dict]:
+    """The grids of ``controls`` (name -> ipywidget) and the ``ipywidgets.fixed`` values."""
     import ipywidgets as widgets
 
     fixed = {k: w.value for k, w in controls.items() if isinstance(w, widgets.fixed)}
-    grids = [control_grid(k, w) for k, w in controls.items() if not isinstance(w, widgets.fixed)]
-    count = math.prod(len(g["values"]) for g in grids)
+    found = [control_grid(k, w) for k, w in controls.items() if not isinstance(w, widgets.fixed)]
+    return found, fixed
+
+
+def settings(controls: list[dict]):
+    """Every setting of the grids ``controls``, row-major (the last control moves fastest)."""
+    for combo in itertools.product(*(g["values"] for g in controls)):
+        yield dict(zip((g["name"] for g in controls), combo, strict=True))
+
+
+def export(fn, controls: dict, max_states: int = 400) -> tuple[dict, dict[str, bytes]]:
+    """Every state of ``fn`` over ``controls`` (name -> ipywidget; ``ipywidgets.fixed`` values are
+    passed as they are): ``({"controls": [control_grid(...)], "states": [view index, row-major
+    over the controls], "views": [{"figures": [{"img": key, "w", "h", "heat", "about"}],
+    "text"}]}, {key: lossless WebP bytes})``. Raises ValueError for more than ``max_states``."""
+    found, fixed = grids(controls)
+    count = math.prod(len(g["values"]) for g in found)
     if count > max_states:
-        sizes = " x ".join(f"{g['name']} {len(g['values'])}" for g in grids)
+        sizes = " x ".join(f"{g['name']} {len(g['values'])}" for g in found)
         raise ValueError(f"explorable: {count} states ({sizes}) is more than max_states={max_states}; "
                          "give a slider a coarser step or fewer choices")
     views, view_index, states, images = [], {}, [], {}
-    for combo in itertools.product(*(g["values"] for g in grids)):
-        setting = dict(zip((g["name"] for g in grids), combo, strict=True)) | fixed
-        drawn = render(fn, setting)
+    for setting in settings(found):
+        drawn = render(fn, setting | fixed)
         for f in drawn["figures"]:
             key = hashlib.sha256(f["img"]).hexdigest()[:16]
-            images[key] = base64.b64encode(f["img"]).decode("ascii")
+            images[key] = f["img"]
             f["img"] = key
         view = json.dumps(drawn, sort_keys=True)
         if view not in view_index:
             view_index[view] = len(views)
             views.append(drawn)
         states.append(view_index[view])
-    return {"controls": grids, "states": states, "views": views, "images": images}
+    return {"controls": json.loads(json.dumps(found)), "states": states, "views": views}, images
 
 
 def state(data: dict, **setting) -> dict:
-    """The view ``data`` (an :func:`export` payload) holds for ``setting`` (every control named)."""
+    """The view ``data`` (states, as :func:`export` makes them) holds for ``setting`` (every
+    control named). Raises ValueError for a value not on a control's grid."""
     index = 0
     for g in data["controls"]:
-        index = index * len(g["values"]) + g["values"].index(setting[g["name"]])
+        value = json.loads(json.dumps(setting[g["name"]]))  # as saved: a tuple is a JSON list
+        if value not in g["values"]:
+            raise ValueError(f"{g['name']}={value!r} is not one of the widget's values {g['values']}")
+        index = index * len(g["values"]) + g["values"].index(value)
     return data["views"][data["states"][index]]
 
 
-def same_view(data: dict, fn, **setting) -> bool:
-    """Whether the view ``data`` holds for ``setting`` is what ``fn`` draws for it now: the same
-    images (byte for byte), heatmaps and printed text."""
-    kept = state(data, **setting)
-    fresh = render(fn, setting)
-    for f in fresh["figures"]:
-        f["img"] = hashlib.sha256(f["img"]).hexdigest()[:16]
-    return json.dumps(kept, sort_keys=True) == json.dumps(fresh, sort_keys=True)
+def differences(kept: dict, fresh: dict, atol: float | None = 2e-3, rtol: float = 1e-2,
+                text: bool = True) -> list[str]:
+    """How a freshly drawn view differs from a saved one: the number of figures, their titles,
+    each heatmap's shape and names, its values (within ``atol + rtol * |value|``: the saved values
+    have 3 significant digits, and another machine's floats differ in the last bits; not compared
+    when ``atol`` is None) and, with ``text``, the printed text. Images are not compared: pixels
+    differ across machines and font builds."""
+    found = []
+    if len(kept["figures"]) != len(fresh["figures"]):
+        return [f"{len(fresh['figures'])} figures drawn, {len(kept['figures'])} saved"]
+    for i, (a, b) in enumerate(zip(kept["figures"], fresh["figures"], strict=True)):
+        if a["about"] != b["about"]:
+            found.append(f"figure {i}: titled {b['about']!r}, saved {a['about']!r}")
+        if len(a["heat"]) != len(b["heat"]):
+            found.append(f"figure {i}: {len(b['heat'])} heatmaps, saved {len(a['heat'])}")
+            continue
+        for j, (h, g) in enumerate(zip(a["heat"], b["heat"], strict=True)):
+            where = f"figure {i}, heatmap {j}"
+            if h["n"] != g["n"] or h["rows"] != g["rows"] or h["cols"] != g["cols"]:
+                found.append(f"{where}: shape or tokens {g['n']} {g['rows']} {g['cols']}, saved "
+                             f"{h['n']} {h['rows']} {h['cols']}")
+                continue
+            if atol is None:
+                continue
+            saved = np.array([np.nan if v is None else v for v in h["v"]], dtype=float)
+            drawn = np.array([np.nan if v is None else v for v in g["v"]], dtype=float)
+            if not np.allclose(saved, drawn, atol=atol, rtol=rtol, equal_nan=True):
+                worst = np.nanmax(np.abs(saved - drawn))
+                found.append(f"{where}: values differ by up to {worst:.3g}")
+    if text and kept["text"] != fresh["text"]:
+        found.append(f"printed {fresh['text']!r}, saved {kept['text']!r}")
+    return found
 
 
-def explorable(fn, /, *, max_states: int = 400, **controls):
-    """Show ``ipywidgets.interactive(fn, **controls)`` and attach every state of it for the book's
-    website (see the module docstring). Returns ``(ui, data)``: the widget and the payload."""
+def recipe(cells: list[dict], upto: int) -> str:
+    """The recipe of a notebook's states: a hash of its code cells ``cells[:upto + 1]`` (nbformat
+    dicts) without comments, docstrings and blank lines, so that an edited comment leaves the
+    states current while any change to the code that drew them makes them stale."""
+    from .presets import code_only
+
+    digest = hashlib.sha256()
+    for cell in cells[:upto + 1]:
+        if cell.get("cell_type") == "code":
+            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            digest.update(code_only(source) + b"\n\x00\n")
+    return digest.hexdigest()[:16]
+
+
+def states_path(chapter: str, name: str, folder: Path | str | None = None) -> Path:
+    """Where the states of explorer ``name`` of ``chapter`` are kept."""
+    return Path(folder or os.environ.get(ENV) or STATES) / chapter / f"{name}.json"
+
+
+def write_states(folder: Path, chapter: str, name: str, data: dict, images: dict[str, bytes]) -> Path:
+    """Write ``data`` (as :func:`export` makes it) to ``folder/chapter/name.json`` and each image
+    not already there to ``folder/img/<key>.webp``; returns the JSON file's path."""
+    (folder / IMAGES).mkdir(parents=True, exist_ok=True)
+    for key, image in images.items():
+        path = folder / IMAGES / f"{key}.webp"
+        if not path.exists():
+            path.write_bytes(image)
+    path = folder / chapter / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"chapter": chapter, "name": name, "recipe": None} | data
+    path.write_text(json.dumps(record, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+def load_states(chapter: str, name: str, folder: Path | str | None = None) -> dict:
+    """The saved states of explorer ``name`` of ``chapter``; FileNotFoundError (naming ``make
+    explorers``) when there are none."""
+    path = states_path(chapter, name, folder)
+    if not path.exists():
+        raise FileNotFoundError(f"no saved states for explorer {chapter}/{name} ({path}); "
+                                "run `make explorers` to draw them")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _chapter() -> str | None:
+    """The chapter being run: the executor's variable, else JupyterLab's notebook path."""
+    if os.environ.get(CHAPTER_ENV):
+        return os.environ[CHAPTER_ENV]
+    session = os.environ.get("JPY_SESSION_NAME")  # jupyter_server's path of the notebook
+    return Path(session).stem if session else None
+
+
+@dataclass
+class Explored:
+    """What :func:`explorable` made: the widget ``ui``, the function, its fixed arguments and the
+    payload naming the saved states (``{"chapter", "name", "controls"}``)."""
+
+    ui: object
+    fn: object = field(repr=False)
+    fixed: dict
+    payload: dict
+
+    @property
+    def chapter(self) -> str:
+        return self.payload["chapter"] or _find_chapter(self.payload["name"])
+
+    def saved(self, **setting) -> dict:
+        """The saved view for ``setting`` (every control named)."""
+        data = load_states(self.chapter, self.payload["name"])
+        if data["controls"] != self.payload["controls"]:
+            raise ValueError(f"the saved states of {self.chapter}/{self.payload['name']} have other "
+                             "controls than the widget; run `make explorers`")
+        return state(data, **setting)
+
+    def check(self, atol: float | None = 2e-3, text: bool = True, **setting) -> list[str]:
+        """How what the function draws now for ``setting`` differs from the saved state (see
+        :func:`differences`; empty: the same). Outside a clone of the book (attnlib installed
+        from its wheel, on Colab say) there are no saved states, and nothing to differ from."""
+        if not Path(os.environ.get(ENV) or STATES).is_dir():
+            return []
+        return differences(self.saved(**setting), render(self.fn, setting | self.fixed),
+                           atol=atol, text=text)
+
+    def verify(self, *settings: dict, atol: float | None = 2e-3, text: bool = True) -> list[str]:
+        """A chapter's hidden check of its explorer: each of ``settings`` drawn now is its saved
+        state (:meth:`check`), and their saved states differ (the figure moves with the controls).
+        Returns what is wrong, one line each (empty: nothing)."""
+        if not Path(os.environ.get(ENV) or STATES).is_dir():
+            return []  # no saved states outside a clone of the book (see check)
+        found = [f"{setting}: {problem}" for setting in settings
+                 for problem in self.check(atol, text, **setting)]
+        views = [json.dumps(self.saved(**setting), sort_keys=True) for setting in settings]
+        if len(set(views)) < len(views):
+            found.append(f"the settings {settings} share one saved state")
+        return found
+
+
+def _find_chapter(name: str) -> str:
+    """The one chapter folder of the saved states holding explorer ``name`` (nbval sets no
+    variable naming the notebook; explorer names are unique in the book)."""
+    found = sorted(Path(os.environ.get(ENV) or STATES).glob(f"*/{name}.json"))
+    if len(found) != 1:
+        raise FileNotFoundError(f"explorer {name!r}: {len(found)} saved states files "
+                                f"({', '.join(map(str, found)) or 'none'}); run `make explorers`")
+    return found[0].parent.name
+
+
+def explorable(fn, /, *, name: str, max_states: int = 400, **controls) -> Explored:
+    """Show ``ipywidgets.interactive(fn, **controls)`` with a payload naming this explorer
+    (``name``, unique in the book) and its controls' values; when the executor asks
+    (:data:`ENV`), also draw and save every state (see the module docstring)."""
     import ipywidgets as widgets
     from IPython.display import display
 
-    data = export(fn, controls, max_states)
+    if not name or not isinstance(name, str) or not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"explorable: name must be a short word (letters, digits, - and _), got {name!r}")
+    found, fixed = grids(controls)
+    count = math.prod(len(g["values"]) for g in found)
+    if count > max_states:
+        sizes = " x ".join(f"{g['name']} {len(g['values'])}" for g in found)
+        raise ValueError(f"explorable: {count} states ({sizes}) is more than max_states={max_states}; "
+                         "give a slider a coarser step or fewer choices")
+    chapter = _chapter()
+    payload = {"chapter": chapter, "name": name, "controls": json.loads(json.dumps(found))}
+    folder = os.environ.get(ENV)
+    if folder:
+        if not chapter:
+            raise RuntimeError(f"explorable: {ENV} is set but not {CHAPTER_ENV} (the chapter)")
+        data, images = export(fn, controls, max_states)
+        write_states(Path(folder), chapter, name, data, images)
     ui = widgets.interactive(fn, **controls)
     bundle = ui._repr_mimebundle_()
-    bundle[MIME] = data
+    bundle[MIME] = payload
     display(bundle, raw=True)
-    return ui, data
+    return Explored(ui, fn, fixed, payload)

@@ -41,7 +41,7 @@ from book.pages import (
     toc,
 )
 from book.vendor import AXE_VERSION, MATHJAX_VERSION, fetch_axe, fetch_mathjax
-from book.widgets import EXPLORER_DIR, static_widgets
+from book.widgets import EXPLORER_DIR, STATES, static_widgets
 
 STAGE = ROOT / "build" / "book-src"
 SITE = ROOT / "build" / "book"
@@ -118,7 +118,7 @@ def stage(target: Path = STAGE) -> None:
                 "to write them",
                 flush=True,
             )
-        static_widgets(nb, save=save)
+        static_widgets(nb, save=save, chapter=path.stem)
         if diagrams.stage_notebook(nb, target / "notebooks", "en", _write):
             keep_nb.add("diagrams")
         _write(target / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
@@ -160,7 +160,8 @@ def code_digest(*extra: Path) -> str:
     """A hash of what turns pages into HTML (this package, the configuration, the extensions, the
     stylesheet, and ``extra`` files): when it changes, every page is read again (Sphinx alone
     re-reads only changed sources)."""
-    files = [f for f in sorted(BOOK.rglob("*")) if "__pycache__" not in f.parts]
+    files = [f for f in sorted(BOOK.rglob("*"))
+             if "__pycache__" not in f.parts and not f.is_relative_to(STATES)]  # data, not code
     return _digest([*files, *extra], MATHJAX_VERSION)
 
 
@@ -171,6 +172,7 @@ def inputs_digest() -> str:
         *chapter_assets(),
         *sorted(ROOT.glob("attnlib/*.py")),
         *[ROOT / "docs" / f"{n}.md" for n in bench_docs()],
+        *sorted(STATES.rglob("*.json")),  # the explorers' states (their images are named by hash)
     ]
     if (ROOT / "results").is_dir():
         files += sorted((ROOT / "results").iterdir())
@@ -251,7 +253,8 @@ def stage_zh() -> dict:
     by_id = i18n.all_translations()
     for path in chapters():
         nb = json.loads((i18n.NOTEBOOKS_ZH / path.name).read_text(encoding="utf-8"))
-        static_widgets(nb, say, save=lambda name, data: None, static="../../_static/")
+        static_widgets(nb, say, save=lambda name, data: None, static="../../_static/",
+                       chapter=path.stem)
         diagrams.stage_notebook(nb, STAGE_ZH / "notebooks", "zh", _write)
         _write(STAGE_ZH / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     for name in ("intro.md", "glossary.md", "references.md"):

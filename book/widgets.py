@@ -1,12 +1,16 @@
 """Saved ipywidgets views on the website: explorers that work with no kernel, or static snapshots.
 
 A widget cell's output is a view of a model in the notebook's saved widget state. The site loads
-no widget JavaScript. A view made by ``attnlib.explorer.explorable`` carries every state of the
-widget as data (:data:`EXPLORER`): it becomes the same controls in HTML, the first state's figures
-(the cell's figure, with its caption and alt text) and every state's images in
-``_static/explorer/`` (lossless WebP), which ``book/_js/explorer.js`` swaps in as the controls
-move. Any other view becomes a note naming the controls' values, followed by what the widget's
-Output areas held when the notebook was executed (its figure)."""
+no widget JavaScript. A view made by ``attnlib.explorer.explorable`` carries a small payload
+(:data:`EXPLORER`: which explorer, its controls) naming its saved states, ``book/explorers/
+<chapter>/<name>.json`` with the images ``book/explorers/img/<key>.webp`` (``make explorers``
+draws them). It becomes the same controls in HTML, the first state's figures (the cell's figure,
+with its caption and alt text) and every state's images in ``_static/explorer/`` (lossless WebP),
+which ``book/_js/explorer.js`` swaps in as the controls move. States that are missing, or stale
+(the notebook's code up to the widget changed since they were drawn, or their controls are not
+the widget's), are not shown: the view falls back to a static snapshot, and the build says so.
+Any other view becomes a note naming the controls' values, followed by what the widget's Output
+areas held when the notebook was executed (its figure)."""
 
 from __future__ import annotations
 
@@ -14,12 +18,17 @@ import base64
 import html
 import json
 import re
+import sys
 from collections.abc import Callable
+from pathlib import Path
+
+from book import ROOT
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 EXPLORER = "application/vnd.attnbook.explorer+json"  # attnlib.explorer.MIME
 EXPLORER_DIR = "explorer"  # the states' images: _static/explorer/<key>.webp
+STATES = ROOT / "book" / "explorers"  # attnlib.explorer.STATES: <chapter>/<name>.json, img/<key>.webp
 
 # The snapshot's note, in English; the Chinese site passes ``say`` (book.interface) to translate it.
 SNAPSHOT_AT = ("<em>Static snapshot of an interactive widget</em> at {settings}. Run the notebook "
@@ -90,17 +99,18 @@ EXPLORER_WORDS = (
     "Interactive figure: move the controls to redraw it.",
     "Showing {settings}.",
     "{settings}: {about}",
+    "Choose a {control}",
 )
 
 
-def png(webp: str) -> str:
-    """A base64 lossless WebP image as a base64 PNG of the same pixels."""
+def png(webp: bytes) -> str:
+    """A lossless WebP image as a base64 PNG of the same pixels."""
     import io
 
     from PIL import Image
 
     out = io.BytesIO()
-    with Image.open(io.BytesIO(base64.b64decode(webp))) as image:
+    with Image.open(io.BytesIO(webp)) as image:
         image.save(out, format="png")
     return base64.b64encode(out.getvalue()).decode("ascii")
 
@@ -110,22 +120,49 @@ def explorer_labels(data: dict) -> list[str]:
     return [c["label"] for c in data["controls"]]
 
 
+def saved_states(nb: dict, index: int, payload: dict, chapter: str,
+                 states: Path = STATES) -> tuple[dict | None, str]:
+    """The saved states of the explorer whose payload is in cell ``index`` of ``nb`` (chapter
+    ``chapter``), or None and why they cannot be shown: missing, drawn from other code (their
+    recipe is not the notebook's now) or for other controls."""
+    from attnlib.explorer import recipe
+
+    path = states / chapter / f"{payload['name']}.json"
+    if not path.exists():
+        return None, f"no saved states ({path.relative_to(ROOT) if path.is_relative_to(ROOT) else path})"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("recipe") != recipe(nb["cells"], index):
+        return None, "stale states: the chapter's code up to the widget changed since they were drawn"
+    if data["controls"] != payload["controls"]:
+        return None, "stale states: drawn for other controls than the widget's"
+    missing = [f["img"] for v in data["views"] for f in v["figures"]
+               if not (states / "img" / f"{f['img']}.webp").exists()]
+    if missing:
+        return None, f"{len(missing)} images missing from {states / 'img'}"
+    return data, ""
+
+
 def explorer(data: dict, save: Callable[[str, bytes], None], say: Callable[[str], str] = str,
-             static: str = "../_static/") -> list[dict]:
-    """The outputs standing in for one explorer: its controls (HTML), the first state's figures
-    (images, so the cell's caption and alt text make them a figure) and printed text; every
-    state's images are passed to ``save(file name, bytes)`` for ``_static/explorer/``."""
-    for key, image in data["images"].items():
-        save(f"{key}.webp", base64.b64decode(image))
+             static: str = "../_static/", states: Path = STATES) -> list[dict]:
+    """The outputs standing in for one explorer with the saved states ``data``: its controls
+    (HTML), the first state's figures (images, so the cell's caption and alt text make them a
+    figure) and printed text; every state's images (``states/img/``) are passed to ``save(file
+    name, bytes)`` for ``_static/explorer/``."""
+    def image(key: str) -> bytes:
+        return (states / "img" / f"{key}.webp").read_bytes()
+
+    for key in dict.fromkeys(f["img"] for v in data["views"] for f in v["figures"]):
+        save(f"{key}.webp", image(key))
     controls = [dict(c, label=say(c["label"])) for c in data["controls"]]
     index = 0
     for c in controls:
         index = index * len(c["values"]) + c["index"]
     first = data["views"][data["states"][index]]
     words = {w: say(w) for w in EXPLORER_WORDS}
-    payload = {"controls": [{k: c[k] for k in ("label", "kind", "labels", "index")} for c in controls],
+    payload = {"controls": [{k: c[k] for k in ("name", "label", "kind", "labels", "index")}
+                            for c in controls],
                "states": data["states"], "views": data["views"], "words": words,
-               "base": static + EXPLORER_DIR + "/"}
+               "base": static + EXPLORER_DIR + "/", "chapter": data["chapter"], "name": data["name"]}
     parts = []
     for i, c in enumerate(controls):
         name = html.escape(c["label"])
@@ -156,22 +193,30 @@ def explorer(data: dict, save: Callable[[str, bytes], None], say: Callable[[str]
     outputs = [{"output_type": "display_data", "metadata": {}, "data": {"text/html": box}}]
     for f in first["figures"]:  # as PNG, which MyST-NB makes the cell's figure (the same pixels)
         outputs.append({"output_type": "display_data", "metadata": {},
-                        "data": {"image/png": png(data["images"][f["img"]]), "text/plain": "<Figure>"}})
+                        "data": {"image/png": png(image(f["img"])), "text/plain": "<Figure>"}})
     text = html.escape(first["text"])
     outputs.append({"output_type": "display_data", "metadata": {},
                     "data": {"text/html": f'<pre class="explorer-text">{text}</pre>'}})
     return outputs
 
 
+def warn(message: str) -> None:
+    """A build warning no one can miss (stderr, its own line)."""
+    print(f"\nWARNING: {message}\n", file=sys.stderr, flush=True)
+
+
 def static_widgets(nb: dict, say: Callable[[str], str] = str,
-                   save: Callable[[str, bytes], None] | None = None, static: str = "../_static/") -> int:
-    """Replace widget views with explorers (given ``save``, see :func:`explorer`; ``static`` is
-    the chapter page's way to the folder that holds ``explorer/``) or static snapshots, and drop
-    the widget state (so no widget JavaScript is loaded). Returns the number of views replaced."""
+                   save: Callable[[str, bytes], None] | None = None, static: str = "../_static/",
+                   chapter: str | None = None, states: Path = STATES) -> int:
+    """Replace widget views with explorers (given ``save`` and the notebook's ``chapter``, see
+    :func:`explorer`; ``static`` is the chapter page's way to the folder that holds ``explorer/``)
+    or static snapshots, and drop the widget state (so no widget JavaScript is loaded). An
+    explorer whose states are missing or stale becomes a snapshot, with a warning. Returns the
+    number of views replaced."""
     meta = nb.get("metadata", {}).pop("widgets", {}) or {}
     state = meta.get(WIDGET_STATE, {}).get("state", {})
     count = 0
-    for cell in nb["cells"]:
+    for index, cell in enumerate(nb["cells"]):
         if cell["cell_type"] != "code":
             continue
         new_outputs = []
@@ -179,11 +224,16 @@ def static_widgets(nb: dict, say: Callable[[str], str] = str,
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view is None:
                 new_outputs.append(out)
-            elif EXPLORER in out["data"] and save is not None:
-                count += 1
-                new_outputs += explorer(out["data"][EXPLORER], save, say, static)
-            else:
-                count += 1
-                new_outputs += snapshot(widget_tree(state, view.get("model_id", "")), say)
+                continue
+            count += 1
+            if EXPLORER in out["data"] and save is not None and chapter:
+                payload = out["data"][EXPLORER]
+                data, why = saved_states(nb, index, payload, chapter, states)
+                if data is not None:
+                    new_outputs += explorer(data, save, say, static, states)
+                    continue
+                warn(f"{chapter}: the explorer {payload['name']!r} is shown as a static snapshot on "
+                     f"the website: {why}. Run `make explorers NB=notebooks/{chapter}.ipynb`.")
+            new_outputs += snapshot(widget_tree(state, view.get("model_id", "")), say)
         cell["outputs"] = new_outputs
     return count

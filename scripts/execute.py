@@ -2,11 +2,20 @@
 
     python scripts/execute.py [NOTEBOOK ...]   # default: every notebooks/NN_*.ipynb
     python scripts/execute.py NOTEBOOK --cells ID [ID ...]   # run all, write back these cells
+    python scripts/execute.py --explorers [NOTEBOOK ...]   # and draw every explorer's states
 
 With ``--cells`` the whole notebook runs as always, but only the named cells (their cell ids)
 take the new outputs; every other cell keeps the outputs it had, so a change to one cell does
 not rewrite the numbers of a chapter that trains models. The notebook's saved widget state is
 the new run's (a widget cell's view names a model in it).
+
+With ``--explorers`` (``make explorers``; default: every chapter with an explorer) the kernel also
+draws every state of each explorer (``attnlib.explorer``) into ``book/explorers/``, the website's
+data, from this very run (a chapter that trains a model draws with the model it just trained).
+Each states file is then stamped with the notebook's recipe (its code cells up to the widget's),
+the files of explorers that no longer exist are deleted, and so are the images no explorer uses.
+Only the explorers' cells take the new outputs (as with ``--cells``), unless ``--cells`` says
+otherwise.
 
 Each notebook runs in a fresh ``python3`` kernel with its own folder as working directory, as
 ``jupyter nbconvert --to notebook --execute --inplace`` does, and is written back only when every
@@ -23,6 +32,7 @@ notebook as it was. Two differences from nbconvert keep a successful run quiet:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -36,6 +46,8 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # attnlib from this checkout
+from attnlib import explorer  # noqa: E402
 
 
 class CleanShutdownKernelManager(AsyncKernelManager):
@@ -65,10 +77,14 @@ class CleanShutdownKernelManager(AsyncKernelManager):
             shutil.rmtree(self._ipc_dir, ignore_errors=True)
 
 
-def execute(path: Path, timeout: int = 600, cells: list[str] | None = None) -> float:
+def execute(path: Path, timeout: int = 600, cells: list[str] | None = None,
+            explorers: Path | None = None) -> float:
     """Execute ``path`` and write it back (only the outputs of the cells with the ids ``cells``,
-    when given); return the seconds it took. Raises on a failing cell."""
+    when given); return the seconds it took. Raises on a failing cell. Given a folder
+    ``explorers``, the kernel draws every explorer's states there (see the module docstring)."""
     nb = nbformat.read(path, as_version=4)
+    if explorers is not None and cells is None:
+        cells = [c.get("id") for c in nb.cells if explorer_cell(c)]
     if cells:
         missing = set(cells) - {c.get("id") for c in nb.cells}
         if missing:
@@ -77,9 +93,22 @@ def execute(path: Path, timeout: int = 600, cells: list[str] | None = None) -> f
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             kernel_manager_class=CleanShutdownKernelManager,
                             resources={"metadata": {"path": str(path.parent)}})
-    start = time.perf_counter()
-    client.execute()
+    start, began = time.perf_counter(), time.time()
+    saved_env = {k: os.environ.get(k) for k in (explorer.ENV, explorer.CHAPTER_ENV)}
+    if explorers is not None:  # the kernel inherits this process's environment
+        os.environ[explorer.ENV] = str(explorers)
+        os.environ[explorer.CHAPTER_ENV] = path.stem
+    try:
+        client.execute()
+    finally:
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     seconds = time.perf_counter() - start
+    if explorers is not None:
+        stamp_states(nb, path.stem, explorers, began)
     if cells:
         for cell, before in zip(nb.cells, old.cells, strict=True):
             if cell.cell_type == "code" and cell.get("id") not in cells:
@@ -90,6 +119,43 @@ def execute(path: Path, timeout: int = 600, cells: list[str] | None = None) -> f
     return seconds
 
 
+def explorer_cell(cell) -> bool:
+    """Whether a code cell makes an explorer (calls ``explorable(``)."""
+    return cell.get("cell_type") == "code" and "explorable(" in "".join(cell.get("source", ""))
+
+
+def stamp_states(nb, chapter: str, folder: Path, began: float) -> list[Path]:
+    """After a run with ``--explorers``: stamp each explorer's states file with the notebook's
+    recipe, delete the chapter's states files no explorer wrote, then the images no states file
+    uses. Raises RuntimeError when an explorer cell wrote no states in this run."""
+    written = []
+    for index, cell in enumerate(nb.cells):
+        payloads = [o["data"][explorer.MIME] for o in cell.get("outputs", [])
+                    if explorer.MIME in o.get("data", {})]
+        if explorer_cell(cell) and not payloads:
+            raise RuntimeError(f"{chapter}: cell {cell.get('id')} calls explorable() but shows no explorer")
+        for payload in payloads:
+            path = explorer.states_path(chapter, payload["name"], folder)
+            if not path.exists() or path.stat().st_mtime < began:
+                raise RuntimeError(f"{chapter}: explorer {payload['name']} wrote no states in this run")
+            data = json.loads(path.read_text(encoding="utf-8"))
+            data["recipe"] = explorer.recipe(nb.cells, index)
+            path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+                            + "\n", encoding="utf-8")
+            written.append(path)
+    for old in (folder / chapter).glob("*.json"):
+        if old not in written:
+            old.unlink()
+    used = set()
+    for states in folder.glob("*/*.json"):
+        data = json.loads(states.read_text(encoding="utf-8"))
+        used |= {f["img"] for view in data["views"] for f in view["figures"]}
+    for image in (folder / explorer.IMAGES).glob("*.webp"):
+        if image.stem not in used:
+            image.unlink()
+    return written
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path,
@@ -97,8 +163,13 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell")
     parser.add_argument("--cells", nargs="+", metavar="ID",
                         help="write back only these cells' outputs (cell ids), keep the others'")
+    parser.add_argument("--explorers", action="store_true",
+                        help="draw every explorer's states into book/explorers/ (the website's data)")
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if args.explorers and not args.notebooks:
+        paths = [p for p in paths if any(explorer_cell(c) for c in nbformat.read(p, as_version=4).cells)]
+    folder = explorer.STATES if args.explorers else None
     total = 0.0
     for path in paths:
         path = path.resolve()
@@ -106,7 +177,10 @@ def main(argv=None) -> int:
             path = path.relative_to(Path.cwd())
         print(f"{path}: running", end="", flush=True)
         try:
-            seconds = execute(path, args.timeout, args.cells)
+            seconds = execute(path, args.timeout, args.cells, folder)
+        except RuntimeError as err:  # an explorer that wrote no states
+            print(f"\n{path}: {err}; the notebook was not written.", file=sys.stderr)
+            return 1
         except CellExecutionError as err:
             print(f"\n{path}: a cell raised; the notebook was not written.\n{err}", file=sys.stderr)
             return 1

@@ -52,6 +52,48 @@
       if (textBox) textBox.textContent = view.text;
       status.textContent = fill(data.words["Showing {settings}."], { settings: said });
       box.dataset.state = String(viewIndex);
+      showHeads(idx);
+    }
+
+    // A head is one click away: where a control is named "head", a row of buttons, one per head,
+    // each showing that head's figure for the other controls' values (BertViz's head view).
+    const headIndex = data.controls.findIndex((c) => c.name === "head" && c.kind === "slider");
+    let headButtons = [];
+    if (headIndex >= 0) {
+      const c = data.controls[headIndex];
+      const strip = document.createElement("div");
+      strip.className = "explorer-heads";
+      strip.setAttribute("role", "group");
+      strip.setAttribute("aria-label", fill(data.words["Choose a {control}"], { control: c.label }));
+      headButtons = c.labels.map((label, j) => {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.dataset.head = String(j);
+        const thumb = document.createElement("img");
+        thumb.alt = "";
+        thumb.loading = "lazy";
+        const name = document.createElement("span");
+        name.textContent = `${c.label} ${label}`;
+        button.append(thumb, name);
+        button.addEventListener("click", () => {
+          const input = inputs[headIndex];
+          input.value = String(j);
+          input.dispatchEvent(new Event("input", { bubbles: true }));
+        });
+        strip.appendChild(button);
+        return button;
+      });
+      status.before(strip);
+    }
+    function showHeads(idx) {
+      headButtons.forEach((button, j) => {
+        const other = idx.slice();
+        other[headIndex] = j;
+        const fig = data.views[stateOf(other)].figures[0];
+        const thumb = button.querySelector("img");
+        if (fig && thumb.getAttribute("src") !== data.base + fig.img + ".webp") thumb.src = data.base + fig.img + ".webp";
+        button.setAttribute("aria-pressed", String(j === idx[headIndex]));
+      });
     }
 
     inputs.forEach((el) => el.addEventListener("input", show));
@@ -63,6 +105,7 @@
       heatmapPointer(img, data);
     });
     box.dataset.state = String(first);
+    showHeads(indices());
     box.dataset.ready = "true";
   }
 
