@@ -19,7 +19,6 @@ Browser: ``$CHROME`` if set, else chromium / google-chrome on PATH (on Debian an
 
 from __future__ import annotations
 
-import base64
 import functools
 import http.server
 import json
@@ -593,25 +592,37 @@ def test_the_browser_check_catches_a_broken_page(tmp_path, browser, axe):
 
 
 # --------------------------------------------------------------------------- the explorers
-def explorer_payloads(nb: dict) -> list[dict]:
-    """The exported states of a notebook's explorers (attnlib.explorer), in page order."""
-    return [o["data"][widgets.EXPLORER] for c in nb["cells"] for o in c.get("outputs", [])
-            if widgets.EXPLORER in o.get("data", {})]
+def explorer_states(nb: dict, chapter: str) -> list[dict]:
+    """The saved states (book/explorers/, attnlib.explorer) of a notebook's explorers, in page
+    order; an explorer whose states are missing or stale is left out (the site shows a snapshot,
+    and tests/test_explorer.py fails)."""
+    found = []
+    for index, cell in enumerate(nb["cells"]):
+        for out in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
+            if widgets.EXPLORER in out.get("data", {}):
+                data, _ = widgets.saved_states(nb, index, out["data"][widgets.EXPLORER], chapter)
+                if data is not None:
+                    found.append(data)
+    return found
 
 
-EXPLORER_CHAPTERS = [p for p in CHAPTERS
-                     if explorer_payloads(json.loads(p.read_text(encoding="utf-8")))]
+def _notebook(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+EXPLORER_CHAPTERS = [p for p in CHAPTERS if explorer_states(_notebook(p), p.stem)]
 TIMINGS = ROOT / "build" / "book-screenshots" / "explorer-timings.json"
 
 # What one explorer shows now: its state, images (src, loaded), alt texts, printed text, status.
 EXPLORER_VIEW_JS = """(i) => { const box = document.querySelectorAll('.explorer')[i];
   const cell = box.closest('.cell_output') || box.parentElement;
-  const imgs = [...cell.querySelectorAll('img')];
+  const imgs = [...cell.querySelectorAll('img')].filter(m => !m.closest('.explorer-heads'));
   return {state: Number(box.dataset.state), src: imgs.map(m => m.getAttribute('src')),
           loaded: imgs.map(m => m.complete && m.naturalWidth > 0), alt: imgs.map(m => m.alt),
           text: (cell.querySelector('pre.explorer-text') || {}).textContent || '',
           status: box.querySelector('.explorer-status').textContent,
-          labels: [...box.querySelectorAll('.explorer-control > span')].map(s => s.textContent)}; }"""
+          labels: [...box.querySelectorAll('.explorer-control > span')].map(s => s.textContent),
+          heads: [...box.querySelectorAll('.explorer-heads button')].map(b => b.textContent)}; }"""
 
 
 def _state_index(data: dict, idx: list[int]) -> int:
@@ -635,13 +646,30 @@ def _set_controls(page, n: int, data: dict, idx: list[int]) -> None:
                              "{bubbles: true})); }", str(i))
 
 
-def check_explorers(browser, url: str, nb: dict, site_root: Path) -> dict:
+def _wait_for_state(page, n: int, view_index: int) -> dict:
+    page.wait_for_function(
+        "([i, k]) => { const box = document.querySelectorAll('.explorer')[i];"
+        " return box.dataset.state === String(k) && [...(box.closest('.cell_output') || document)"
+        ".querySelectorAll('img')].every(m => m.complete); }", arg=[n, view_index])
+    return page.evaluate(EXPLORER_VIEW_JS, n)
+
+
+def _two_settings(data: dict) -> tuple[list[int], list[int]]:
+    """Two settings that show different figures: every control at its first value and every one
+    at its last, else the widget's own setting and the last."""
+    first = [c["index"] for c in data["controls"]]
+    last = [len(c["values"]) - 1 for c in data["controls"]]
+    low = [0] * len(first)
+    return (low, last) if _state_index(data, low) != _state_index(data, last) else (first, last)
+
+
+def check_explorers(browser, url: str, states: list[dict], site_root: Path) -> tuple[dict, list]:
     """Open a chapter page and operate each explorer: for two settings the page must show the
-    exported state (the same images, byte for byte, the same printed text), the keyboard must move
-    the first control, and pointing at a heatmap's cell must name it. Returns the page's timings
-    (milliseconds from navigation: DOM ready, explorers operable, load event) and each explorer's
-    control labels."""
-    payloads = explorer_payloads(nb)
+    saved state (the images byte for byte the saved ones, the same printed text and status), the
+    keyboard must move the first explorer's first slider, a head's button must select that head,
+    and pointing at a heatmap's cell (or moving the keyboard's cursor onto it) must name its query,
+    key and weight. Returns the page's timings (milliseconds from navigation: DOM ready, explorers
+    operable, load event) and each explorer's control labels."""
     context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
     try:
         page = context.new_page()
@@ -653,44 +681,54 @@ def check_explorers(browser, url: str, nb: dict, site_root: Path) -> dict:
           dom: Math.round(performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd),
           load: Math.round(performance.getEntriesByType('navigation')[0].loadEventEnd),
           explorers: Number(document.documentElement.dataset.explorersReady)})""")
-        labels = [page.evaluate(EXPLORER_VIEW_JS, n)["labels"] for n in range(len(payloads))]
-        assert page.locator(".explorer").count() == len(payloads)
-        for n, data in enumerate(payloads):
-            first = [c["index"] for c in data["controls"]]
-            last = [len(c["values"]) - 1 for c in data["controls"]]
-            low = [0] * len(first)
-            a, b = (low, last) if _state_index(data, low) != _state_index(data, last) else (first, last)
+        labels = [page.evaluate(EXPLORER_VIEW_JS, n)["labels"] for n in range(len(states))]
+        assert page.locator(".explorer").count() == len(states)
+        for n, data in enumerate(states):
             shown = []
-            for idx in (a, b):
+            for idx in _two_settings(data):
                 _set_controls(page, n, data, idx)
                 view_index = _state_index(data, idx)
                 view = data["views"][view_index]
-                page.wait_for_function(
-                    "([i, k]) => [...(document.querySelectorAll('.explorer')[i].closest('.cell_output')"
-                    " || document).querySelectorAll('img')].every(m => m.complete)", arg=[n, view_index])
-                got = page.evaluate(EXPLORER_VIEW_JS, n)
-                assert got["state"] == view_index, (url, n, idx, got)
+                got = _wait_for_state(page, n, view_index)
+                assert len(got["src"]) >= len(view["figures"]), (url, n, got["src"])
                 for f, src, loaded in zip(view["figures"], got["src"], got["loaded"], strict=False):
                     assert src.endswith(f"_static/{widgets.EXPLORER_DIR}/{f['img']}.webp"), (src, f)
                     assert loaded, src
-                    on_disk = (site_root / "_static" / widgets.EXPLORER_DIR / f"{f['img']}.webp")
-                    assert on_disk.read_bytes() == base64.b64decode(data["images"][f["img"]])
+                    on_disk = site_root / "_static" / widgets.EXPLORER_DIR / f"{f['img']}.webp"
+                    assert on_disk.read_bytes() == (widgets.STATES / "img" / f"{f['img']}.webp").read_bytes()
                 assert got["text"] == view["text"], (got["text"], view["text"])
                 for c, i in zip(data["controls"], idx, strict=True):
                     assert c["labels"][i] in got["status"], got["status"]
                 shown.append(got["src"])
             assert shown[0] != shown[1], f"{url}: explorer {n} shows the same figure for two settings"
         # Keyboard: the first explorer's first slider (or first control), moved by an arrow key.
-        data = payloads[0]
+        data = states[0]
         kinds = [c["kind"] for c in data["controls"]]
         j = kinds.index("slider") if "slider" in kinds else 0
         _set_controls(page, 0, data, [0] * len(kinds))
         page.locator(".explorer").first.locator(f"[data-control='{j}']").focus()
         page.keyboard.press("ArrowRight" if kinds[j] == "slider" else "ArrowDown")
-        expected = _state_index(data, [int(i == j) for i in range(len(kinds))])
-        page.wait_for_function(f"document.querySelector('.explorer').dataset.state === '{expected}'")
+        _wait_for_state(page, 0, _state_index(data, [int(i == j) for i in range(len(kinds))]))
+        # A head is one click (or Enter) away: its button selects it and nothing else.
+        for n, data in enumerate(states):
+            names = [c["name"] for c in data["controls"]]
+            if "head" not in names:
+                continue
+            h = names.index("head")
+            idx = [c["index"] for c in data["controls"]]
+            _set_controls(page, n, data, idx)
+            heads = page.locator(".explorer").nth(n).locator(".explorer-heads button")
+            assert heads.count() == len(data["controls"][h]["values"])
+            last = heads.count() - 1
+            heads.nth(last).click()
+            _wait_for_state(page, n, _state_index(data, idx[:h] + [last] + idx[h + 1:]))
+            assert heads.nth(last).get_attribute("aria-pressed") == "true"
+            heads.nth(0).focus()
+            page.keyboard.press("Enter")
+            got = _wait_for_state(page, n, _state_index(data, idx[:h] + [0] + idx[h + 1:]))
+            assert got["heads"][0].endswith(data["controls"][h]["labels"][0]), got["heads"]
         # Pointing at a heatmap's cell, and the keyboard's cursor on a focused heatmap.
-        for n, data in enumerate(payloads):
+        for n, data in enumerate(states):
             got = page.evaluate(EXPLORER_VIEW_JS, n)
             view = data["views"][got["state"]]
             for f_index, f in enumerate(view["figures"]):
@@ -698,7 +736,8 @@ def check_explorers(browser, url: str, nb: dict, site_root: Path) -> dict:
                     continue
                 h = f["heat"][0]
                 img = page.locator(".explorer").nth(n).locator(
-                    "xpath=ancestor::div[contains(@class,'cell_output')]//img").nth(f_index)
+                    "xpath=ancestor::div[contains(@class,'cell_output')]"
+                    "//img[not(ancestor::*[contains(@class,'explorer-heads')])]").nth(f_index)
                 img.scroll_into_view_if_needed()
                 box = img.bounding_box()
                 x0, y0, x1, y1 = h["box"]
@@ -706,9 +745,9 @@ def check_explorers(browser, url: str, nb: dict, site_root: Path) -> dict:
                 img.hover(position={"x": (x0 + cw / 2) * box["width"], "y": (y0 + ch / 2) * box["height"]})
                 tip = page.locator(".explorer-tip").locator("visible=true").first
                 text = tip.text_content()
-                assert str(h["v"][0]) in text, (text, h["v"][0])
+                assert str(h["v"][0]) in text, (text, h["v"][0])  # the weight
                 for name in (h["rows"] or [None])[:1] + (h["cols"] or [None])[:1]:
-                    assert name is None or name in text, (text, name)
+                    assert name is None or name in text, (text, name)  # the query and key tokens
                 img.focus()
                 page.keyboard.press("ArrowRight")
                 value = h["v"][1] if h["n"][1] > 1 else h["v"][0]
@@ -721,6 +760,7 @@ def check_explorers(browser, url: str, nb: dict, site_root: Path) -> dict:
 
 
 def _record_timings(page: str, timings: dict) -> None:
+    """Keep and print a page's time to interactive (reported, never asserted)."""
     TIMINGS.parent.mkdir(parents=True, exist_ok=True)
     known = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
     known[page] = timings
@@ -730,10 +770,20 @@ def _record_timings(page: str, timings: dict) -> None:
 
 
 @pytest.mark.parametrize("chapter", [p.stem for p in EXPLORER_CHAPTERS])
-def test_explorers_show_the_exported_states_and_work_by_keyboard(chapter, site, server, browser):
-    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
-    timings, labels = check_explorers(browser, f"{server}/notebooks/{chapter}.html", nb, site)
+def test_explorers_show_the_saved_states_and_work_by_keyboard(chapter, site, server, browser):
+    nb = _notebook(ROOT / "notebooks" / f"{chapter}.ipynb")
+    states = explorer_states(nb, chapter)
+    timings, labels = check_explorers(browser, f"{server}/notebooks/{chapter}.html", states, site)
     _record_timings(f"notebooks/{chapter}", timings)
-    assert labels == [[c["label"] for c in data["controls"]] for data in explorer_payloads(nb)]
-    disk, _ = check_explorers(browser, (site / "notebooks" / f"{chapter}.html").as_uri(), nb, site)
+    assert labels == [[c["label"] for c in data["controls"]] for data in states]
+    disk, _ = check_explorers(browser, (site / "notebooks" / f"{chapter}.html").as_uri(), states, site)
     _record_timings(f"notebooks/{chapter} (file://)", disk)
+
+
+def test_every_chapter_widget_is_an_explorer_on_the_site():
+    """No chapter widget is left a static snapshot: each has current saved states."""
+    for chapter in CHAPTERS:
+        nb = _notebook(chapter)
+        views = sum(widgets.WIDGET_VIEW in o.get("data", {}) for c in nb["cells"]
+                    for o in c.get("outputs", []))
+        assert len(explorer_states(nb, chapter.stem)) == views, chapter.name

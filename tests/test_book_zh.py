@@ -34,7 +34,7 @@ from test_book import (  # noqa: F401 (axe, browser: fixtures)
     axe,
     browser,
     check_explorers,
-    explorer_payloads,
+    explorer_states,
     open_page,
 )
 
@@ -268,15 +268,16 @@ def test_a_page_left_in_english_says_so(page, sites):
 
 
 @pytest.mark.parametrize("chapter", [p.stem for p in EXPLORER_CHAPTERS])
-def test_chinese_explorers_show_the_exported_states_with_chinese_labels(chapter, sites, server,
-                                                                      browser):  # noqa: F811
+def test_chinese_explorers_show_the_saved_states_with_chinese_labels(chapter, sites, server,
+                                                                   browser):  # noqa: F811
     """The Chinese chapter's explorers work as the English ones (tests/test_book.py), with the
     control labels of interface.po."""
     nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
+    states = explorer_states(nb, chapter)
     # The Chinese pages show the English site's images (_static/explorer/, not a second copy).
-    timings, labels = check_explorers(browser, f"{server}/zh/notebooks/{chapter}.html", nb, sites)
+    timings, labels = check_explorers(browser, f"{server}/zh/notebooks/{chapter}.html", states, sites)
     _record_timings(f"zh/notebooks/{chapter}", timings)
-    english = [[c["label"] for c in data["controls"]] for data in explorer_payloads(nb)]
+    english = [[c["label"] for c in data["controls"]] for data in states]
     assert len(labels) == len(english)
     for zh, en in zip(labels, english, strict=True):
         untranslated = [e for z, e in zip(zh, en, strict=True) if not re.search(r"[\u3400-\u9fff]", z)]
