@@ -16,7 +16,7 @@ executor asks for them (``make explorers``: ``scripts/execute.py --explorers`` s
 environment variable :data:`ENV` to the folder of the states): then :func:`explorable` also calls
 ``draw`` once for every combination of the controls' values (a slider's every step, a drop-down's
 every option) and writes them to ``<folder>/<chapter>/<name>.json``, with each figure as a
-lossless WebP image in ``<folder>/img/<key>.webp`` (matplotlib's own pixels, each distinct image
+lossless WebP image in ``<folder>/img/<key>.webp`` (the pixels of JupyterLab's inline PNG, each distinct image
 once, shared by every explorer). A state is:
 
 * its figures: the image key, and for every heatmap (an ``imshow`` of a 2-D array) where it lies
@@ -145,13 +145,18 @@ def _colorbar_label(image) -> str:
     return ""
 
 
-def heatmaps(fig) -> list[dict]:
+def heatmaps(fig, bbox=None) -> list[dict]:
     """Every heatmap of a drawn ``fig``: ``{"box": [x0, y0, x1, y1]`` (its first and last cells'
     outer corners as fractions of the image, from the top left), ``"n": [rows, cols]``,
     ``"v"`` (row-major values), ``"rows"``/``"cols"`` (names or None), ``"lab"`` ([row axis,
-    column axis, colour bar]) and ``"title"``}."""
+    column axis, colour bar]) and ``"title"``}. ``bbox`` (inches) is the part of the figure the
+    image shows (the inline backend's tight box); default: the whole figure."""
     found = []
-    width, height = fig.bbox.width, fig.bbox.height
+    dpi = fig.dpi
+    if bbox is None:
+        bbox = fig.bbox_inches
+    left_px, bottom_px = bbox.x0 * dpi, bbox.y0 * dpi
+    width, height = bbox.width * dpi, bbox.height * dpi
     for ax in fig.axes:
         for image in ax.get_images():
             A = np.ma.asarray(image.get_array())
@@ -161,6 +166,7 @@ def heatmaps(fig) -> list[dict]:
             left, right, bottom, top = image.get_extent()
             y_first, y_last = (top, bottom) if image.origin == "upper" else (bottom, top)
             (x0, y0), (x1, y1) = image.get_transform().transform([(left, y_first), (right, y_last)])
+            x0, x1, y0, y1 = x0 - left_px, x1 - left_px, y0 - bottom_px, y1 - bottom_px  # in the image
             values = np.ma.filled(A.astype(float), np.nan).reshape(-1)
             found.append({
                 "box": [sig(x0 / width, 4), sig(1 - y0 / height, 4), sig(x1 / width, 4),
@@ -216,12 +222,27 @@ def render(fn, setting: dict) -> dict:
     figures = []
     for num in [n for n in plt.get_fignums() if n not in before]:
         fig = plt.figure(num)
-        fig.canvas.draw()  # the pixels savefig(format="png") gives, without encoding a PNG
-        pixels = np.asarray(fig.canvas.buffer_rgba())  # (height, width, 4)
-        figures.append({"img": webp(pixels), "w": round(fig.bbox.width), "h": round(fig.bbox.height),
-                        "heat": heatmaps(fig), "about": describe(fig)})
+        pixels, bbox = inline_png(fig)
+        figures.append({"img": webp(pixels), "w": pixels.shape[1], "h": pixels.shape[0],
+                        "heat": heatmaps(fig, bbox), "about": describe(fig)})
         plt.close(fig)
     return {"figures": figures, "text": text}
+
+
+def inline_png(fig):
+    """The pixels ``(height, width, 4)`` of the PNG that JupyterLab's inline backend shows of
+    ``fig`` (IPython's ``print_figure`` with ``bbox_inches="tight"``: the figure cropped to what it
+    draws, plus a margin), and that box in inches."""
+    import matplotlib.pyplot as plt
+    from IPython.core.pylabtools import print_figure
+    from PIL import Image
+
+    png = print_figure(fig, "png", bbox_inches="tight")
+    fig.canvas.draw()
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(plt.rcParams["savefig.pad_inches"])
+    with Image.open(io.BytesIO(png)) as image:
+        pixels = np.asarray(image.convert("RGBA"))
+    return pixels, bbox
 
 
 def grids(controls: dict) -> tuple[list[dict], dict]:

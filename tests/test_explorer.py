@@ -119,18 +119,40 @@ def test_too_many_states_is_refused_with_the_sizes():
 def test_render_captures_text_and_figures_without_showing_them():
     drawn = render(draw, {"n": 2})
     assert drawn["text"] == "total 0.60\n" and len(drawn["figures"]) == 1
-    show, plt.show = plt.show, lambda: None  # the same drawing as matplotlib's PNG: the same pixels
+    show, plt.show = plt.show, lambda: None  # the PNG JupyterLab shows (tight box): the same pixels
     try:
         draw(n=2)
     finally:
         plt.show = show
-    buf = io.BytesIO()
-    plt.gcf().savefig(buf, format="png", facecolor="white")
+    from IPython.core.pylabtools import print_figure
+
+    png = print_figure(plt.gcf(), "png", bbox_inches="tight")
     plt.close("all")
-    own = np.asarray(Image.open(buf).convert("RGBA"))
+    own = np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
     kept = np.asarray(Image.open(io.BytesIO(drawn["figures"][0]["img"])).convert("RGBA"))
     assert np.array_equal(own, kept)
     assert drawn["figures"][0]["about"] == "n = 2"
+    assert [drawn["figures"][0]["h"], drawn["figures"][0]["w"]] == list(own.shape[:2])
+
+
+def test_each_heatmap_cell_lies_where_its_box_says_in_the_cropped_image():
+    """Cells of distinct colours: the pixel at each cell's centre, by the box, has its colour."""
+    def cells():
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.imshow(np.arange(6).reshape(2, 3), cmap="viridis", vmin=0, vmax=5)
+        ax.set(title="six cells", xlabel="keys", ylabel="queries")
+        plt.show()
+
+    f = render(cells, {})["figures"][0]
+    pixels = np.asarray(Image.open(io.BytesIO(f["img"])).convert("RGB")).astype(int)
+    h = f["heat"][0]
+    x0, y0, x1, y1 = h["box"]
+    colours = plt.get_cmap("viridis")(np.arange(6) / 5)[:, :3] * 255
+    for r in range(2):
+        for c in range(3):
+            x = (x0 + (c + 0.5) * (x1 - x0) / 3) * f["w"]
+            y = (y0 + (r + 0.5) * (y1 - y0) / 2) * f["h"]
+            assert np.abs(pixels[int(y), int(x)] - colours[r * 3 + c]).max() <= 2, (r, c)
 
 
 def test_what_the_function_returns_is_shown_as_ipywidgets_shows_it():
