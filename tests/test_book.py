@@ -650,7 +650,8 @@ def _wait_for_state(page, n: int, view_index: int) -> dict:
     page.wait_for_function(
         "([i, k]) => { const box = document.querySelectorAll('.explorer')[i];"
         " return box.dataset.state === String(k) && [...(box.closest('.cell_output') || document)"
-        ".querySelectorAll('img')].every(m => m.complete); }", arg=[n, view_index])
+        ".querySelectorAll('img')].filter(m => !m.closest('.explorer-heads'))"  # lazy thumbnails
+        ".every(m => m.complete); }", arg=[n, view_index])
     return page.evaluate(EXPLORER_VIEW_JS, n)
 
 
