@@ -46,10 +46,13 @@ def _submission(name: str, kind: str) -> str:
     path = SOURCE / name / f"{name}.ipynb"
     if kind == "broken":
         return path.read_text()[:900]
+    from coursegrader.spec import is_manual  # sys.path: see _graders, which run() calls first
+
     nb = nbformat.read(path, as_version=4)
     if kind != "honest":
-        for c in nb.cells:  # written answers (markdown) are graded by hand: left as they are
-            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution"):
+        for c in nb.cells:  # a written answer is graded by hand: left as it is
+            meta = c.metadata.get("nbgrader", {})
+            if meta.get("solution") and not is_manual(meta):
                 names = [n.name for n in ast.parse(c.source).body if isinstance(n, ast.FunctionDef)]
                 stubs = "".join(f"def {n}(*args, **kwargs):\n    return torch.zeros(1)\n\n" for n in names)
                 rig = "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
