@@ -91,8 +91,9 @@ def book_messages() -> list[tuple[str, str]]:
         (ENGLISH_MARK, "the navigation title of a page that stays English; %(title)s is its title"),
         *[(note, "the note above a widget's snapshot; keep {settings} and the markup")
           for note in NOTES],
-        *[(word, "an interactive figure's note, live status, changing alt text and the name of its "
-                 "row of head buttons; keep {settings}, {about} and {control}") for word in EXPLORER_WORDS],
+        *[(word, "an interactive figure's note, live status, changing alt text, the name of its "
+                 "row of head buttons, and the words naming a heatmap's cell under the pointer (row, "
+                 "column, value); keep {settings}, {about} and {control}") for word in EXPLORER_WORDS],
         *[(label, "the label of a control of a chapter's interactive figure")
           for label in explorer_control_labels()],
     ]

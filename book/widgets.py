@@ -100,6 +100,10 @@ EXPLORER_WORDS = (
     "Showing {settings}.",
     "{settings}: {about}",
     "Choose a {control}",
+    # what pointing at a heatmap's cell says when its axes have no labels of their own
+    "row",
+    "column",
+    "value",
 )
 
 

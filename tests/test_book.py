@@ -331,9 +331,13 @@ REPORT_JS = r"""
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
   }
+  // A lazy image (an explorer's head thumbnails) loads only near the viewport: load them all now,
+  // or the wait below never ends.
+  document.querySelectorAll('img[loading="lazy"]').forEach(img => { img.loading = 'eager'; });
   await Promise.all([...document.images].map(img => img.complete ? null : new Promise(done => {
     img.addEventListener('load', done);
     img.addEventListener('error', done);
+    setTimeout(done, 30000);  // never wait forever: an image still loading is reported as broken
   })));
   const main = document.querySelector('main') || document.body;
   const text = main.cloneNode(true);

@@ -177,6 +177,34 @@ def test_differences_allow_rounding_but_not_a_changed_weight(exported):
     assert differences(kept, fresh, atol=None, text=False) == []
 
 
+def test_structure_only_sees_a_lost_heatmap_but_not_another_models_tokens(exported):
+    """A model trained in the notebook: another machine trains another translation, so only the
+    figures' structure is compared."""
+    kept = state(exported[0], n=3, scale=1.0, unused="a")
+    fresh = json.loads(json.dumps(kept))
+    heat = fresh["figures"][0]["heat"][0]
+    heat["v"] = [v + 0.3 for v in heat["v"]]
+    heat["rows"], fresh["figures"][0]["about"], fresh["text"] = ["a", "b", "c"], "n = 9", "other\n"
+    assert len(differences(kept, fresh)) == 3  # title, tokens (values then skipped), text
+    assert differences(kept, fresh, structure_only=True) == []
+    fresh["figures"][0]["heat"] = []
+    assert differences(kept, fresh, structure_only=True) == ["figure 0: 0 heatmaps, saved 1"]
+
+
+def test_the_text_alternative_and_labels_are_plain_words_not_mathtext():
+    def maths():
+        fig, ax = plt.subplots(figsize=(3, 2))
+        ax.imshow(np.eye(2))
+        ax.set(title=r"largest $|\mathbf{M}_k \mathbf{p}_p - \mathbf{p}_{p+k}|$", xlabel="$k$",
+               ylabel="$q$ (queries)")
+        plt.show()
+
+    f = render(maths, {})["figures"][0]
+    assert f["about"] == "largest |M_k p_p - p_(p+k)|"
+    assert f["heat"][0]["lab"][:2] == ["q (queries)", "k"]
+
+
+
 # --------------------------------------------------------------------------- states outside
 def test_in_a_reader_kernel_explorable_is_the_widget_with_a_small_payload(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv(explorer.ENV, raising=False)

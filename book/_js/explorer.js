@@ -143,7 +143,8 @@
       const col = h.cols ? h.cols[c] : String(c + 1);
       const [rowName, colName, valueName] = h.lab;
       const head = h.title ? `${h.title}: ` : "";
-      return `${head}${rowName || "row"} ${row}, ${colName || "column"} ${col}: ${valueName || "value"} ${v === null ? "–" : v}`;
+      const w = data.words;
+      return `${head}${rowName || w.row} ${row}, ${colName || w.column} ${col}: ${valueName || w.value} ${v === null ? "–" : v}`;
     }
     function showCell(k, r, c) {
       const h = heats()[k];
