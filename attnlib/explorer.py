@@ -55,8 +55,10 @@ MIME = "application/vnd.attnbook.explorer+json"
 ENV = "ATTNBOOK_EXPLORERS"
 #: The chapter (notebook name without .ipynb) whose explorers are drawn; set by the executor too.
 CHAPTER_ENV = "ATTNBOOK_CHAPTER"
-#: Where the book keeps the states: book/explorers/ beside attnlib/ (the site's data).
-STATES = Path(__file__).resolve().parent.parent / "book" / "explorers"
+#: Where the saved states are read (the book's ``book/explorers/``), set by the book's own tools:
+#: its test configuration, ``make lab`` and the executor. Unset, as for attnlib installed from its
+#: wheel, there are no saved states and a check has nothing to compare.
+STATES_ENV = "ATTNBOOK_STATES"
 IMAGES = "img"  # <folder>/img/<key>.webp
 
 
@@ -363,9 +365,20 @@ def recipe(cells: list[dict], upto: int) -> str:
     return digest.hexdigest()[:16]
 
 
+def states_folder() -> Path | None:
+    """The folder of the saved states (:data:`ENV` while they are drawn, else :data:`STATES_ENV`),
+    or None where there is none."""
+    folder = os.environ.get(ENV) or os.environ.get(STATES_ENV)
+    return Path(folder) if folder and Path(folder).is_dir() else None
+
+
 def states_path(chapter: str, name: str, folder: Path | str | None = None) -> Path:
     """Where the states of explorer ``name`` of ``chapter`` are kept."""
-    return Path(folder or os.environ.get(ENV) or STATES) / chapter / f"{name}.json"
+    folder = folder or states_folder()
+    if folder is None:
+        raise FileNotFoundError(f"explorer {chapter}/{name}: no folder of saved states "
+                                f"({STATES_ENV} is not set to one)")
+    return Path(folder) / chapter / f"{name}.json"
 
 
 def write_states(folder: Path, chapter: str, name: str, data: dict, images: dict[str, bytes]) -> Path:
@@ -427,9 +440,10 @@ class Explored:
     def check(self, atol: float | None = 2e-3, text: bool = True, structure_only: bool = False,
               **setting) -> list[str]:
         """How what the function draws now for ``setting`` differs from the saved state (see
-        :func:`differences`; empty: the same). Outside a clone of the book (attnlib installed
-        from its wheel, on Colab say) there are no saved states, and nothing to differ from."""
-        if not Path(os.environ.get(ENV) or STATES).is_dir():
+        :func:`differences`; empty: the same). Without a folder of saved states
+        (:data:`STATES_ENV` unset, as for attnlib from its wheel, on Colab say) there is nothing to
+        differ from."""
+        if states_folder() is None:
             return []
         return differences(self.saved(**setting), render(self.fn, setting | self.fixed),
                            atol=atol, text=text, structure_only=structure_only)
@@ -439,8 +453,8 @@ class Explored:
         """A chapter's hidden check of its explorer: each of ``settings`` drawn now is its saved
         state (:meth:`check`), and their saved states differ (the figure moves with the controls).
         Returns what is wrong, one line each (empty: nothing)."""
-        if not Path(os.environ.get(ENV) or STATES).is_dir():
-            return []  # no saved states outside a clone of the book (see check)
+        if states_folder() is None:
+            return []  # no saved states outside the book's own tools (see check)
         found = [f"{setting}: {problem}" for setting in settings
                  for problem in self.check(atol, text, structure_only, **setting)]
         views = [json.dumps(self.saved(**setting), sort_keys=True) for setting in settings]
@@ -452,7 +466,8 @@ class Explored:
 def _find_chapter(name: str) -> str:
     """The one chapter folder of the saved states holding explorer ``name`` (nbval sets no
     variable naming the notebook; explorer names are unique in the book)."""
-    found = sorted(Path(os.environ.get(ENV) or STATES).glob(f"*/{name}.json"))
+    folder = states_folder()
+    found = sorted(folder.glob(f"*/{name}.json")) if folder else []
     if len(found) != 1:
         raise FileNotFoundError(f"explorer {name!r}: {len(found)} saved states files "
                                 f"({', '.join(map(str, found)) or 'none'}); run `make explorers`")

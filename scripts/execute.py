@@ -49,6 +49,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # attnlib from this checkout
 from attnlib import explorer  # noqa: E402
 
+STATES = ROOT / "book" / "explorers"  # the explorers' saved states (docs/book.md)
+os.environ.setdefault(explorer.STATES_ENV, str(STATES))  # kernels check their explorers against them
+
 
 class CleanShutdownKernelManager(AsyncKernelManager):
     """An ``AsyncKernelManager`` on IPC sockets whose ``shutdown_kernel`` sends no SIGINT."""
@@ -169,7 +172,7 @@ def main(argv=None) -> int:
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if args.explorers and not args.notebooks:
         paths = [p for p in paths if any(explorer_cell(c) for c in nbformat.read(p, as_version=4).cells)]
-    folder = explorer.STATES if args.explorers else None
+    folder = STATES if args.explorers else None
     total = 0.0
     for path in paths:
         path = path.resolve()
