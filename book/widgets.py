@@ -28,7 +28,7 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 EXPLORER = "application/vnd.attnbook.explorer+json"  # attnlib.explorer.MIME
 EXPLORER_DIR = "explorer"  # the states' images: _static/explorer/<key>.webp
-STATES = ROOT / "book" / "explorers"  # attnlib.explorer.STATES: <chapter>/<name>.json, img/<key>.webp
+STATES = ROOT / "book" / "explorers"  # <chapter>/<name>.json, img/<key>.webp (docs/book.md)
 
 # The snapshot's note, in English; the Chinese site passes ``say`` (book.interface) to translate it.
 SNAPSHOT_AT = ("<em>Static snapshot of an interactive widget</em> at {settings}. Run the notebook "

@@ -208,7 +208,8 @@ def test_the_text_alternative_and_labels_are_plain_words_not_mathtext():
 def test_in_a_reader_kernel_explorable_is_the_widget_with_a_small_payload(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv(explorer.ENV, raising=False)
     monkeypatch.setenv(explorer.CHAPTER_ENV, "99_test")
-    monkeypatch.delenv(explorer.STATES_ENV, raising=False)  # attnlib from its wheel, say
+    monkeypatch.setenv(explorer.STATES_ENV, str(tmp_path / "none"))  # no such folder (Colab, say)
+    monkeypatch.chdir(tmp_path)
     explored = explorable(draw, name="grid", **controls())
     assert isinstance(explored.ui, widgets.interactive)
     assert set(explored.payload) == {"chapter", "name", "controls"}  # no states, no images
@@ -216,6 +217,9 @@ def test_in_a_reader_kernel_explorable_is_the_widget_with_a_small_payload(monkey
     assert len(json.dumps(explored.payload)) < 1000
     assert not list(tmp_path.iterdir())  # nothing drawn beyond the widget's own view
     assert explored.verify({"n": 2, "scale": 0.5, "unused": "a"}) == []  # no saved states: nothing to compare
+    assert not list(tmp_path.iterdir())
+    monkeypatch.delenv(explorer.STATES_ENV)  # attnlib from its wheel: no variable at all
+    assert explored.verify({"n": 2, "scale": 0.5, "unused": "a"}) == []
     plt.close("all")
 
 

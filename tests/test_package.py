@@ -170,15 +170,19 @@ def outside(dists, tmp_path_factory):
 def run_outside(path: Path, outside, monkeypatch, allow_errors: bool = False):
     """Run the notebook ``path`` (already copied outside the repository) in a fresh kernel,
     in its own folder, with attnlib from the wheel; return the executed notebook. A first
-    injected cell checks that attnlib is the wheel's and that no folder of the repository
-    (other than the environment's own packages) is on ``sys.path``."""
+    injected cell checks that attnlib is the wheel's, that no folder of the repository (other
+    than the environment's own packages) is on ``sys.path`` and that the book's tools told the
+    kernel nothing (no ``ATTNBOOK_`` variable: no saved explorer states, as on Colab)."""
     for key, value in outside["env"].items():
         monkeypatch.setenv(key, value)
+    for key in [k for k in os.environ if k.startswith("ATTNBOOK_")]:  # set by conftest.py
+        monkeypatch.delenv(key)
     nb = nbformat.read(path, as_version=4)
-    check = (f"import sys, attnlib\n"
+    check = (f"import os, sys, attnlib\n"
              f"assert attnlib.__file__.startswith({str(outside['target'])!r}), attnlib.__file__\n"
              f"assert not [p for p in sys.path if p.startswith({str(ROOT)!r})"
-             f" and not p.startswith(sys.prefix)], sys.path")
+             f" and not p.startswith(sys.prefix)], sys.path\n"
+             f"assert not [k for k in os.environ if k.startswith('ATTNBOOK_')], os.environ")
     nb.cells.insert(0, nbformat.v4.new_code_cell(check))
     NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=allow_errors,
                    kernel_manager_class=execute.CleanShutdownKernelManager,

@@ -139,8 +139,11 @@
 
     function describe(h, r, c) {
       const v = h.v[r * h.n[1] + c];
-      const row = h.rows ? h.rows[r] : String(r + 1);
-      const col = h.cols ? h.cols[c] : String(c + 1);
+      // A cell the axis names (a token, a tick label) by that name, any other by its index from 0,
+      // as matplotlib's axes count (chapter 9's cache rows label only their first and last cell).
+      const at = (names, i) => names?.[i] ?? String(i);
+      const row = at(h.rows, r);
+      const col = at(h.cols, c);
       const [rowName, colName, valueName] = h.lab;
       const head = h.title ? `${h.title}: ` : "";
       const w = data.words;
