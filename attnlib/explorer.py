@@ -354,14 +354,22 @@ def differences(kept: dict, fresh: dict, atol: float | None = 2e-3, rtol: float 
 def recipe(cells: list[dict], upto: int) -> str:
     """The recipe of a notebook's states: a hash of its code cells ``cells[:upto + 1]`` (nbformat
     dicts) without comments, docstrings and blank lines, so that an edited comment leaves the
-    states current while any change to the code that drew them makes them stale."""
-    from .presets import code_only
+    states current while any change to the code that drew them makes them stale. The code is
+    read as the shipped weights' recipe reads attnlib's modules (``attnlib.presets``: the same
+    spans on every Python version), from a file, since that function's own code is part of the
+    weights' recipe and stays as it is."""
+    import tempfile
+
+    from .presets import _code_only
 
     digest = hashlib.sha256()
-    for cell in cells[:upto + 1]:
-        if cell.get("cell_type") == "code":
-            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-            digest.update(code_only(source) + b"\n\x00\n")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "cell.py"
+        for cell in cells[:upto + 1]:
+            if cell.get("cell_type") == "code":
+                source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+                path.write_text(source, encoding="utf-8", newline="\n")
+                digest.update(_code_only(path) + b"\n\x00\n")
     return digest.hexdigest()[:16]
 
 

@@ -193,17 +193,11 @@ TRAINING_CODE = ("_checks", "data", "device", "multihead", "positional", "preset
 
 def _code_only(path: Path) -> bytes:
     """The source of ``path`` without its comments, docstrings, blank lines and line-end spaces:
-    what training runs, so that an edited comment or docstring leaves the shipped weights current."""
-    return code_only(path.read_text(encoding="utf-8"))
-
-
-def code_only(source: str) -> bytes:
-    """Python ``source`` without its comments, docstrings, blank lines and line-end spaces (what
-    runs; also the recipe of a chapter's explorer states, attnlib.explorer).
+    what training runs, so that an edited comment or docstring leaves the shipped weights current.
 
     Spans come from ``ast`` (docstrings) and ``tokenize`` (comments), whose positions every Python
     version reports alike; line endings are normalised, so a Windows checkout hashes the same."""
-    source = source.replace("\r\n", "\n")
+    source = path.read_text(encoding="utf-8").replace("\r\n", "\n")
     lines = [line.encode() for line in source.split("\n")]  # ast's columns count UTF-8 bytes
     spans = []  # (first line, first byte, last line, end byte), lines counted from 1
     for node in ast.walk(ast.parse(source)):

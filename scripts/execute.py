@@ -46,11 +46,19 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # attnlib from this checkout
-from attnlib import explorer  # noqa: E402
-
 STATES = ROOT / "book" / "explorers"  # the explorers' saved states (docs/book.md)
-os.environ.setdefault(explorer.STATES_ENV, str(STATES))  # kernels check their explorers against them
+# The kernels check their explorers against them (attnlib.explorer.STATES_ENV, named here because
+# attnlib, which loads torch, is imported only to draw states: see explorer_module).
+os.environ.setdefault("ATTNBOOK_STATES", str(STATES))
+
+
+def explorer_module():
+    """``attnlib.explorer``, from this checkout (imported only by ``--explorers``)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from attnlib import explorer
+
+    return explorer
 
 
 class CleanShutdownKernelManager(AsyncKernelManager):
@@ -97,8 +105,10 @@ def execute(path: Path, timeout: int = 600, cells: list[str] | None = None,
                             kernel_manager_class=CleanShutdownKernelManager,
                             resources={"metadata": {"path": str(path.parent)}})
     start, began = time.perf_counter(), time.time()
-    saved_env = {k: os.environ.get(k) for k in (explorer.ENV, explorer.CHAPTER_ENV)}
+    saved_env = {}
     if explorers is not None:  # the kernel inherits this process's environment
+        explorer = explorer_module()
+        saved_env = {k: os.environ.get(k) for k in (explorer.ENV, explorer.CHAPTER_ENV)}
         os.environ[explorer.ENV] = str(explorers)
         os.environ[explorer.CHAPTER_ENV] = path.stem
     try:
@@ -131,6 +141,7 @@ def stamp_states(nb, chapter: str, folder: Path, began: float) -> list[Path]:
     """After a run with ``--explorers``: stamp each explorer's states file with the notebook's
     recipe, delete the chapter's states files no explorer wrote, then the images no states file
     uses. Raises RuntimeError when an explorer cell wrote no states in this run."""
+    explorer = explorer_module()
     written = []
     for index, cell in enumerate(nb.cells):
         payloads = [o["data"][explorer.MIME] for o in cell.get("outputs", [])
