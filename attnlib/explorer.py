@@ -258,12 +258,18 @@ def inline_png(fig):
     return pixels, bbox
 
 
-def grids(controls: dict) -> tuple[list[dict], dict]:
-    """The grids of ``controls`` (name -> ipywidget) and the ``ipywidgets.fixed`` values."""
+def grids(controls: dict, max_states: int | None = None) -> tuple[list[dict], dict]:
+    """The grids of ``controls`` (name -> ipywidget) and the ``ipywidgets.fixed`` values. Raises
+    ValueError when the grid has more than ``max_states`` states (every combination is drawn)."""
     import ipywidgets as widgets
 
     fixed = {k: w.value for k, w in controls.items() if isinstance(w, widgets.fixed)}
     found = [control_grid(k, w) for k, w in controls.items() if not isinstance(w, widgets.fixed)]
+    count = math.prod(len(g["values"]) for g in found)
+    if max_states is not None and count > max_states:
+        sizes = " x ".join(f"{g['name']} {len(g['values'])}" for g in found)
+        raise ValueError(f"explorable: {count} states ({sizes}) is more than max_states={max_states}; "
+                         "give a slider a coarser step or fewer choices")
     return found, fixed
 
 
@@ -278,12 +284,7 @@ def export(fn, controls: dict, max_states: int = 400) -> tuple[dict, dict[str, b
     passed as they are): ``({"controls": [control_grid(...)], "states": [view index, row-major
     over the controls], "views": [{"figures": [{"img": key, "w", "h", "heat", "about"}],
     "text"}]}, {key: lossless WebP bytes})``. Raises ValueError for more than ``max_states``."""
-    found, fixed = grids(controls)
-    count = math.prod(len(g["values"]) for g in found)
-    if count > max_states:
-        sizes = " x ".join(f"{g['name']} {len(g['values'])}" for g in found)
-        raise ValueError(f"explorable: {count} states ({sizes}) is more than max_states={max_states}; "
-                         "give a slider a coarser step or fewer choices")
+    found, fixed = grids(controls, max_states)
     views, view_index, states, images = [], {}, [], {}
     for setting in settings(found):
         drawn = render(fn, setting | fixed)
@@ -491,12 +492,7 @@ def explorable(fn, /, *, name: str, max_states: int = 400, **controls) -> Explor
 
     if not name or not isinstance(name, str) or not name.replace("-", "").replace("_", "").isalnum():
         raise ValueError(f"explorable: name must be a short word (letters, digits, - and _), got {name!r}")
-    found, fixed = grids(controls)
-    count = math.prod(len(g["values"]) for g in found)
-    if count > max_states:
-        sizes = " x ".join(f"{g['name']} {len(g['values'])}" for g in found)
-        raise ValueError(f"explorable: {count} states ({sizes}) is more than max_states={max_states}; "
-                         "give a slider a coarser step or fewer choices")
+    found, fixed = grids(controls, max_states)
     chapter = _chapter()
     payload = {"chapter": chapter, "name": name, "controls": json.loads(json.dumps(found))}
     folder = os.environ.get(ENV)
