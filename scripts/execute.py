@@ -105,10 +105,13 @@ def execute(path: Path, timeout: int = 600, cells: list[str] | None = None,
                             kernel_manager_class=CleanShutdownKernelManager,
                             resources={"metadata": {"path": str(path.parent)}})
     start, began = time.perf_counter(), time.time()
-    saved_env = {}
-    if explorers is not None:  # the kernel inherits this process's environment
+    # The kernel inherits this process's environment: the notebook's path, as jupyter_server gives
+    # it (an explorer's payload names its chapter from it), and with ``explorers`` the folder.
+    saved_env = {"JPY_SESSION_NAME": os.environ.get("JPY_SESSION_NAME")}
+    os.environ["JPY_SESSION_NAME"] = str(path)
+    if explorers is not None:
         explorer = explorer_module()
-        saved_env = {k: os.environ.get(k) for k in (explorer.ENV, explorer.CHAPTER_ENV)}
+        saved_env |= {k: os.environ.get(k) for k in (explorer.ENV, explorer.CHAPTER_ENV)}
         os.environ[explorer.ENV] = str(explorers)
         os.environ[explorer.CHAPTER_ENV] = path.stem
     try:
