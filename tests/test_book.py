@@ -330,6 +330,9 @@ REPORT_JS = r"""
 (async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
+    // MathJax draws a formula only when it scrolls into view (ui/lazy): draw them all, as printing
+    // does, so that every one is checked.
+    if (MathJax.startup.document.lazyTypesetAll) await MathJax.startup.document.lazyTypesetAll();
   }
   // A lazy image (an explorer's head thumbnails) loads only near the viewport: load them all now,
   // or the wait below never ends.
@@ -346,7 +349,7 @@ REPORT_JS = r"""
   const math = [...main.querySelectorAll('.math')];
   return JSON.stringify({
     math: math.length,
-    untypeset: math.filter(e => !e.querySelector('mjx-container'))
+    untypeset: math.filter(e => !e.querySelector('mjx-container svg, mjx-container mjx-merror'))
       .map(e => e.textContent.slice(0, 80)),
     mjx: main.querySelectorAll('mjx-container').length,
     // MathJax's assistive MathML: what a screen reader reads instead of the SVG drawing.
@@ -572,6 +575,24 @@ def test_a_chapter_renders_from_disk(site, browser):
     assert not report["untypeset"] and not report["brokenImages"], report
 
 
+def test_formulas_are_drawn_as_they_scroll_into_view(server, browser):
+    """MathJax draws a long chapter's formulas lazily: the last one is not drawn when the page
+    opens, its MathML (for screen readers) is; scrolled into view, it is drawn."""
+    chapter = [p for p in PAGES if p.startswith("notebooks/")][-1]
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1)
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/{chapter}.html", wait_until="load", timeout=60_000)
+        page.evaluate("() => MathJax.startup.promise")
+        last = page.locator("article.bd-article mjx-container").last
+        assert last.locator("mjx-assistive-mml math").count() == 1
+        assert last.locator("svg").count() == 0, "the page's last formula was drawn before it was seen"
+        last.scroll_into_view_if_needed()
+        last.locator("svg").first.wait_for(state="attached", timeout=10_000)
+    finally:
+        context.close()
+
+
 def test_the_browser_check_catches_a_broken_page(tmp_path, browser, axe):
     page = tmp_path / "broken.html"
     page.write_text(
@@ -580,16 +601,19 @@ def test_the_browser_check_catches_a_broken_page(tmp_path, browser, axe):
         '<p><code>FraEngData(**attnlib.presets.REAL_DATA_DEFAULTS_AND_MORE)</code></p>'
         '<p>a <span class="math" style="display:inline-block;overflow:hidden;width:40px">'
         '<mjx-container><svg width="300" height="10"></svg></mjx-container></span> cut formula</p>'
+        # a formula MathJax left undrawn (its lazy placeholder): untypeset too
+        '<p><span class="math"><mjx-container><mjx-lazy></mjx-lazy><mjx-assistive-mml>z'
+        '</mjx-assistive-mml></mjx-container></span></p>'
         '<img src="missing.png"><script>console.error("boom")</script>'
         '<script src="http://cdn.invalid/mathjax.js"></script></main></body></html>'
     )
     report, errors, remote, _ = open_page(browser, page.as_uri(), axe)
     assert any("boom" in e for e in errors)
     assert remote == ["http://cdn.invalid/mathjax.js"]
-    assert report["untypeset"] == ["\\(x^2\\)"]
+    assert report["untypeset"] == ["\\(x^2\\)", "z"]
     assert report["rawTex"] == ["$$", "\\(", "\\mathbf", "\\top"]
     assert report["reflowWidth"] > REFLOW_WIDTH  # unbreakable code widens the page
-    assert len(report["brokenImages"]) == 1 and report["mjx"] == 1  # only the hand-made formula
+    assert len(report["brokenImages"]) == 1 and report["mjx"] == 2  # only the hand-made formulas
     assert report["cutFormulas"] == report["unmarkedFormulas"] == ["a  cut formula"]
     # axe sees the image without a text alternative and the page without a language.
     assert {"image-alt", "html-has-lang"} <= {v["id"] for v in report["axe"]}, report["axe"]
