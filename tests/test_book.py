@@ -576,19 +576,23 @@ def test_a_chapter_renders_from_disk(site, browser):
 
 
 def test_formulas_are_drawn_as_they_scroll_into_view(server, browser):
-    """MathJax draws a long chapter's formulas lazily: the last one is not drawn when the page
-    opens, its MathML (for screen readers) is; scrolled into view, it is drawn."""
+    """MathJax draws a long chapter's formulas lazily: on a phone-wide screen the last display
+    formula is not drawn when the page opens, its MathML (for screen readers) is; scrolled into
+    view, it is drawn, and, wider than the screen, marked as one that scrolls (formulas.js)."""
     chapter = [p for p in PAGES if p.startswith("notebooks/")][-1]
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1)
+    context = browser.new_context(viewport={"width": REFLOW_WIDTH, "height": 800})
     try:
         page = context.new_page()
         page.goto(f"{server}/{chapter}.html", wait_until="load", timeout=60_000)
         page.evaluate("() => MathJax.startup.promise")
-        last = page.locator("article.bd-article mjx-container").last
+        last = page.locator("article.bd-article div.math mjx-container").last
         assert last.locator("mjx-assistive-mml math").count() == 1
         assert last.locator("svg").count() == 0, "the page's last formula was drawn before it was seen"
         last.scroll_into_view_if_needed()
         last.locator("svg").first.wait_for(state="attached", timeout=10_000)
+        page.wait_for_function("""(c) => c.querySelector('svg').getBoundingClientRect().width
+            > c.clientWidth + 1 && c.classList.contains('formula-scrolls')""",
+                               arg=last.element_handle(), timeout=10_000)
     finally:
         context.close()
 
