@@ -330,10 +330,16 @@ REPORT_JS = r"""
 (async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
-    // MathJax draws a formula only when it scrolls into view (ui/lazy): draw them all, as printing
-    // does, so that every one is checked.
-    if (MathJax.startup.document.lazyTypesetAll) await MathJax.startup.document.lazyTypesetAll();
   }
+  const where = (e) => (e.closest('p, li, div.math, figcaption, td') || e).textContent.trim().slice(0, 60);
+  // Every formula's MathML, what a screen reader reads, is there before the formula is drawn.
+  const emptyMathML = [...document.querySelectorAll('mjx-container')]
+    .filter(c => !(c.querySelector('mjx-assistive-mml math') || {}).childElementCount).map(where);
+  // MathJax draws a formula when it scrolls into view (book/_js/formulas.js), and all of them when
+  // the reader prints: at once, before the browser lays the page out for print.
+  window.dispatchEvent(new Event('beforeprint'));
+  const undrawnAtPrint = [...document.querySelectorAll('.math')]
+    .filter(e => !e.querySelector('mjx-container svg')).map(where);
   // A lazy image (an explorer's head thumbnails) loads only near the viewport: load them all now,
   // or the wait below never ends.
   document.querySelectorAll('img[loading="lazy"]').forEach(img => { img.loading = 'eager'; });
@@ -349,14 +355,16 @@ REPORT_JS = r"""
   const math = [...main.querySelectorAll('.math')];
   return JSON.stringify({
     math: math.length,
-    untypeset: math.filter(e => !e.querySelector('mjx-container svg, mjx-container mjx-merror'))
+    untypeset: math.filter(e => !e.querySelector('mjx-container svg'))
       .map(e => e.textContent.slice(0, 80)),
+    emptyMathML, undrawnAtPrint,
     mjx: main.querySelectorAll('mjx-container').length,
     // MathJax's assistive MathML: what a screen reader reads instead of the SVG drawing.
     mjxAll: document.querySelectorAll('mjx-container').length,
     mjxAssistive: [...document.querySelectorAll('mjx-container')]
       .filter(c => c.querySelector('mjx-assistive-mml math')).length,
-    texErrors: [...main.querySelectorAll('mjx-merror')].map(e => e.getAttribute('data-mjx-error')),
+    texErrors: [...main.querySelectorAll('mjx-container [data-mjx-error]')]
+      .map(e => e.getAttribute('data-mjx-error')),
     // Delimiters, and TeX commands outside any formula (a `$...$` that Markdown broke apart).
     rawTex: ['$$', '\\(', '\\[', '\\begin{'].filter(s => text.textContent.includes(s))
       .concat((text.textContent.match(/\\[a-zA-Z]{2,}/g) || []).slice(0, 3)),
@@ -475,6 +483,12 @@ def assert_page_works(page, report, errors, remote):
     assert not report["untypeset"] and not report["rawTex"], f"raw TeX left on {page}: {report}"
     assert report["mjx"] >= report["math"], report
     assert not report["texErrors"], f"TeX errors on {page}: {report['texErrors']}"
+    assert not report["emptyMathML"], (
+        f"{page}: formulas without MathML for a screen reader until drawn: {report['emptyMathML'][:5]}"
+    )
+    assert not report["undrawnAtPrint"], (
+        f"{page}: formulas not drawn at once for printing: {report['undrawnAtPrint'][:5]}"
+    )
     assert not report["brokenImages"], (
         f"images that did not load on {page}: {report['brokenImages']}"
     )
@@ -576,9 +590,10 @@ def test_a_chapter_renders_from_disk(site, browser):
 
 
 def test_formulas_are_drawn_as_they_scroll_into_view(server, browser):
-    """MathJax draws a long chapter's formulas lazily: on a phone-wide screen the last display
-    formula is not drawn when the page opens, its MathML (for screen readers) is; scrolled into
-    view, it is drawn, and, wider than the screen, marked as one that scrolls (formulas.js)."""
+    """MathJax draws a long chapter's formulas lazily (book/_js/formulas.js): on a phone-wide
+    screen the last display formula is not drawn when the page opens, but its MathML (for screen
+    readers) is there; scrolled into view, it is drawn and, wider than the screen, marked as one
+    that scrolls."""
     chapter = [p for p in PAGES if p.startswith("notebooks/")][-1]
     context = browser.new_context(viewport={"width": REFLOW_WIDTH, "height": 800})
     try:
@@ -586,13 +601,35 @@ def test_formulas_are_drawn_as_they_scroll_into_view(server, browser):
         page.goto(f"{server}/{chapter}.html", wait_until="load", timeout=60_000)
         page.evaluate("() => MathJax.startup.promise")
         last = page.locator("article.bd-article div.math mjx-container").last
-        assert last.locator("mjx-assistive-mml math").count() == 1
+        assert last.evaluate("c => c.querySelector('mjx-assistive-mml math').childElementCount") > 0
         assert last.locator("svg").count() == 0, "the page's last formula was drawn before it was seen"
         last.scroll_into_view_if_needed()
         last.locator("svg").first.wait_for(state="attached", timeout=10_000)
         page.wait_for_function("""(c) => c.querySelector('svg').getBoundingClientRect().width
             > c.clientWidth + 1 && c.classList.contains('formula-scrolls')""",
                                arg=last.element_handle(), timeout=10_000)
+    finally:
+        context.close()
+
+
+def test_a_formula_drawn_as_it_takes_the_focus_keeps_it(server, browser):
+    """A formula not yet drawn takes the keyboard focus (each formula is focusable, and the arrow
+    keys scroll a wide one); drawing it replaces its box, and the focus moves to the drawn one
+    instead of falling back to the page."""
+    chapter = [p for p in PAGES if p.startswith("notebooks/")][2]  # many display formulas
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/{chapter}.html", wait_until="load", timeout=60_000)
+        page.evaluate("() => MathJax.startup.promise")
+        undrawn = page.locator("article.bd-article div.math mjx-container:has(mjx-lazy)")
+        assert undrawn.count() > 2, "no undrawn formula below the first screen"
+        box = undrawn.nth(undrawn.count() // 2).element_handle().evaluate_handle("c => c.parentNode")
+        box.evaluate("box => box.querySelector('mjx-container').focus()")
+        page.wait_for_function("(box) => box.querySelector('mjx-container svg') !== null",
+                               arg=box, timeout=10_000)
+        page.wait_for_function("(box) => document.activeElement === box.querySelector('mjx-container')",
+                               arg=box, timeout=5_000)
     finally:
         context.close()
 
@@ -605,19 +642,26 @@ def test_the_browser_check_catches_a_broken_page(tmp_path, browser, axe):
         '<p><code>FraEngData(**attnlib.presets.REAL_DATA_DEFAULTS_AND_MORE)</code></p>'
         '<p>a <span class="math" style="display:inline-block;overflow:hidden;width:40px">'
         '<mjx-container><svg width="300" height="10"></svg></mjx-container></span> cut formula</p>'
-        # a formula MathJax left undrawn (its lazy placeholder): untypeset too
-        '<p><span class="math"><mjx-container><mjx-lazy></mjx-lazy><mjx-assistive-mml>z'
-        '</mjx-assistive-mml></mjx-container></span></p>'
+        # a formula left undrawn (MathJax's lazy placeholder) with empty MathML, and a TeX error
+        '<p><span class="math"><mjx-container><mjx-lazy></mjx-lazy><mjx-assistive-mml><math>'
+        '</math></mjx-assistive-mml></mjx-container></span>z</p>'
+        '<p><span class="math" style="display:inline-block"><mjx-container><svg width="10" height="10">'
+        '<g data-mjx-error="Missing close brace"></g>'
+        '</svg><mjx-assistive-mml><math><mi>a</mi></math></mjx-assistive-mml></mjx-container>'
+        '</span>an error</p>'
         '<img src="missing.png"><script>console.error("boom")</script>'
         '<script src="http://cdn.invalid/mathjax.js"></script></main></body></html>'
     )
     report, errors, remote, _ = open_page(browser, page.as_uri(), axe)
     assert any("boom" in e for e in errors)
     assert remote == ["http://cdn.invalid/mathjax.js"]
-    assert report["untypeset"] == ["\\(x^2\\)", "z"]
+    assert report["untypeset"] == ["\\(x^2\\)", ""]
+    assert report["undrawnAtPrint"] == ["\\(x^2\\) and $$y$$", "z"]
+    assert report["emptyMathML"] == ["a  cut formula", "z"]
+    assert report["texErrors"] == ["Missing close brace"]
     assert report["rawTex"] == ["$$", "\\(", "\\mathbf", "\\top"]
     assert report["reflowWidth"] > REFLOW_WIDTH  # unbreakable code widens the page
-    assert len(report["brokenImages"]) == 1 and report["mjx"] == 2  # only the hand-made formulas
+    assert len(report["brokenImages"]) == 1 and report["mjx"] == 3  # only the hand-made formulas
     assert report["cutFormulas"] == report["unmarkedFormulas"] == ["a  cut formula"]
     # axe sees the image without a text alternative and the page without a language.
     assert {"image-alt", "html-has-lang"} <= {v["id"] for v in report["axe"]}, report["axe"]

@@ -1,3 +1,48 @@
+/* The formulas on the site: how MathJax draws them, the keyboard focus on a formula drawn late,
+ * and the mark on a formula that scrolls. */
+
+/* MathJax's configuration, read when tex-svg.js starts: that script is deferred, this one is not
+ * and runs after the `window.MathJax = {...}` Sphinx writes (html_js_files come after it). A long
+ * chapter has a few hundred formulas, and drawing them all was the largest task before the page
+ * became interactive: MathJax's ui/lazy draws each one when it scrolls into view. Their TeX is
+ * still read at once (ui/lazy would put that off too; it is the smaller part of the work), so that
+ * every formula's MathML, which a screen reader reads, is there from the start, and the TeX
+ * extensions the formulas need are loaded before the reader prints: ui/lazy draws every formula on
+ * "beforeprint", which must finish without waiting for a file. */
+{
+  const config = (window.MathJax = window.MathJax || {});
+  const options = config.options || {};
+  const readNow = (math) => { math.lazyCompile = false; };
+  config.loader = { ...config.loader, load: [...((config.loader || {}).load || []), "ui/lazy"] };
+  config.options = {
+    ...options,
+    renderActions: {
+      ...options.renderActions,
+      // after MathJax finds the formulas (priority 10), before it reads their TeX (20)
+      readTexNow: [11, (doc) => { for (const math of doc.math) readNow(math); }, readNow],
+    },
+  };
+}
+
+/* A formula not yet drawn can take the keyboard focus (each formula is focusable); drawing it
+ * replaces its box, which would drop the focus to the page. It moves to the drawn formula. */
+document.addEventListener("focusin", (e) => {
+  const undrawn = e.target;
+  if (!(undrawn instanceof Element) || !undrawn.matches("mjx-container")
+      || undrawn.querySelector("mjx-lazy") === null) return;
+  const box = undrawn.parentNode;
+  const observer = new MutationObserver(() => {
+    if (undrawn.isConnected) return;
+    observer.disconnect();
+    const drawn = box.querySelector("mjx-container");
+    if (drawn !== null && document.activeElement === document.body) drawn.focus({ preventScroll: true });
+  });
+  observer.observe(box, { childList: true, subtree: true });
+  // Focus moved on before the drawing: nothing to hand over.
+  undrawn.addEventListener("focusout", () => { if (undrawn.isConnected) observer.disconnect(); },
+                           { once: true });
+});
+
 /* A formula wider than its box scrolls inside it (accessible.css). This marks each one that does
  * with the class "formula-scrolls", which draws a shadow at the edge that hides more of it: phones
  * and many laptops show no scrollbar until one scrolls. The marks follow the box's width (a
