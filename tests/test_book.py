@@ -363,7 +363,7 @@ REPORT_JS = r"""
     mjxAll: document.querySelectorAll('mjx-container').length,
     mjxAssistive: [...document.querySelectorAll('mjx-container')]
       .filter(c => c.querySelector('mjx-assistive-mml math')).length,
-    texErrors: [...main.querySelectorAll('mjx-container [data-mjx-error]')]
+    texErrors: [...main.querySelectorAll('mjx-container svg [data-mjx-error]')]
       .map(e => e.getAttribute('data-mjx-error')),
     // Delimiters, and TeX commands outside any formula (a `$...$` that Markdown broke apart).
     rawTex: ['$$', '\\(', '\\[', '\\begin{'].filter(s => text.textContent.includes(s))
@@ -614,8 +614,9 @@ def test_formulas_are_drawn_as_they_scroll_into_view(server, browser):
 
 def test_a_formula_drawn_as_it_takes_the_focus_keeps_it(server, browser):
     """A formula not yet drawn takes the keyboard focus (each formula is focusable, and the arrow
-    keys scroll a wide one); drawing it replaces its box, and the focus moves to the drawn one
-    instead of falling back to the page."""
+    keys scroll a wide one); drawing it replaces its <mjx-container>, and the focus moves to the
+    drawn one instead of falling back to the page. A formula the focus left before it was drawn
+    does not take it back."""
     chapter = [p for p in PAGES if p.startswith("notebooks/")][2]  # many display formulas
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     try:
@@ -624,7 +625,17 @@ def test_a_formula_drawn_as_it_takes_the_focus_keeps_it(server, browser):
         page.evaluate("() => MathJax.startup.promise")
         undrawn = page.locator("article.bd-article div.math mjx-container:has(mjx-lazy)")
         assert undrawn.count() > 2, "no undrawn formula below the first screen"
-        box = undrawn.nth(undrawn.count() // 2).element_handle().evaluate_handle("c => c.parentNode")
+        left, box = (undrawn.nth(k).element_handle().evaluate_handle("c => c.parentNode")
+                     for k in (undrawn.count() - 1, undrawn.count() // 2))
+        # Focused, then left (blur) before it is drawn: drawn later, it does not take the focus.
+        left.evaluate("box => { const c = box.querySelector('mjx-container'); c.focus({preventScroll: true});"
+                      " c.blur(); }")
+        left.evaluate("box => box.scrollIntoView()")
+        page.wait_for_function("(box) => box.querySelector('mjx-container svg') !== null",
+                               arg=left, timeout=10_000)
+        page.wait_for_timeout(200)
+        assert page.evaluate("() => document.activeElement === document.body")
+        # Focused while undrawn: drawn, it keeps the focus.
         box.evaluate("box => box.querySelector('mjx-container').focus()")
         page.wait_for_function("(box) => box.querySelector('mjx-container svg') !== null",
                                arg=box, timeout=10_000)

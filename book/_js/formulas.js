@@ -2,18 +2,21 @@
  * and the mark on a formula that scrolls. */
 
 /* MathJax's configuration, read when tex-svg.js starts: that script is deferred, this one is not
- * and runs after the `window.MathJax = {...}` Sphinx writes (html_js_files come after it). A long
- * chapter has a few hundred formulas, and drawing them all was the largest task before the page
- * became interactive: MathJax's ui/lazy draws each one when it scrolls into view. Their TeX is
+ * and runs after the `window.MathJax = {...}` Sphinx writes (html_js_files come after it). A chapter
+ * has up to about 230 formulas, and drawing them all was the largest task before the page became
+ * interactive: MathJax's ui/lazy draws each one when it scrolls into view. Their TeX is
  * still read at once (ui/lazy would put that off too; it is the smaller part of the work), so that
  * every formula's MathML, which a screen reader reads, is there from the start, and the TeX
  * extensions the formulas need are loaded before the reader prints: ui/lazy draws every formula on
- * "beforeprint", which must finish without waiting for a file. */
+ * "beforeprint", which must finish without waiting for a file. A macro MathJax does not know is a
+ * TeX error (without the package "noundefined", which would draw its name in red instead), so the
+ * site's browser test finds a misspelt one. */
 {
   const config = (window.MathJax = window.MathJax || {});
   const options = config.options || {};
   const readNow = (math) => { math.lazyCompile = false; };
   config.loader = { ...config.loader, load: [...((config.loader || {}).load || []), "ui/lazy"] };
+  config.tex = { ...config.tex, packages: { "[-]": ["noundefined"] } };
   config.options = {
     ...options,
     renderActions: {
@@ -25,7 +28,8 @@
 }
 
 /* A formula not yet drawn can take the keyboard focus (each formula is focusable); drawing it
- * replaces its box, which would drop the focus to the page. It moves to the drawn formula. */
+ * replaces its <mjx-container>, which would drop the focus to the page. It moves to the drawn
+ * formula. */
 document.addEventListener("focusin", (e) => {
   const undrawn = e.target;
   if (!(undrawn instanceof Element) || !undrawn.matches("mjx-container")
@@ -38,9 +42,12 @@ document.addEventListener("focusin", (e) => {
     if (drawn !== null && document.activeElement === document.body) drawn.focus({ preventScroll: true });
   });
   observer.observe(box, { childList: true, subtree: true });
-  // Focus moved on before the drawing: nothing to hand over.
-  undrawn.addEventListener("focusout", () => { if (undrawn.isConnected) observer.disconnect(); },
-                           { once: true });
+  // A focusout while the formula stays in the page: the focus moved on, nothing to hand over.
+  // (Chrome also fires one on the formula being replaced, while it is still in the page: hence the
+  // check after the current task's DOM changes, not in the event.)
+  undrawn.addEventListener("focusout", () => queueMicrotask(() => {
+    if (undrawn.isConnected) observer.disconnect();
+  }), { once: true });
 });
 
 /* A formula wider than its box scrolls inside it (accessible.css). This marks each one that does
