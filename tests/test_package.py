@@ -2,11 +2,12 @@
 
 Readers open the chapters where there is no clone of this repository (Colab, Kaggle, a
 JupyterHub): only the wheel and `pip install`. So the wheel must carry everything the chapters
-read, and nothing in attnlib may look above its own folder. The slow tests build the sdist and
-the wheel from a copy of the tracked files, install the wheel with `pip install --no-deps
---target`, copy every chapter and every assignment's student version to a folder outside the
-repository and run them there, with the locked packages of this environment and attnlib from the
-wheel only.
+read, and nothing in attnlib, nor in a chapter, may look above its own folder. The slow tests
+build the sdist and the wheel from a copy of the tracked files and check what they hold. The
+chapters and the assignment sources run once per `make test` with attnlib from the wheel (nbval,
+in the kernel `scripts/kernels.py` writes: checked here); every assignment's student version is
+copied to a folder outside the repository and run there, with the locked packages of this
+environment and attnlib from the wheel only.
 """
 import ast
 import importlib.util
@@ -88,6 +89,61 @@ def test_the_quality_measurements_are_package_data():
 
     assert Path(str(QUALITY_JSON)).parent == PACKAGE
     assert "runs" in load_quality()
+
+
+def test_no_chapter_or_assignment_looks_above_its_folder():
+    """A chapter travels alone (Colab, a JupyterHub): its code names no file of the repository
+    (a ``..`` path, or a folder of the checkout such as ``book/`` or ``attnlib/``)."""
+    folders = ("attnlib/", "book/", "notebooks/", "assignments/", "results/", "diagrams/")
+    found = []
+    for path in [*CHAPTERS, *(ROOT / "assignments" / "source" / n / f"{n}.ipynb" for n in ASSIGNMENTS)]:
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            for node in ast.walk(ast.parse(_python(cell.source))):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                        ".." in node.value.replace("\\", "/").split("/") and "/" in node.value
+                        or node.value.startswith(folders)):
+                    found.append(f"{path.name}, cell {cell.get('id')}: {node.value!r}")
+    assert not found, found
+
+
+def _python(source: str) -> str:
+    """A code cell without its IPython magics and shell escapes (they are not Python)."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+@pytest.mark.slow
+def test_the_kernel_make_test_runs_the_notebooks_in_uses_the_wheel_and_plain_kernels():
+    """The kernel nbval runs the chapters and assignment sources in (conftest.py, ATTNBOOK_KERNEL):
+    attnlib from the installed wheel, no folder of the checkout on its path, the plainest CPU
+    kernels. Without ATTNBOOK_KERNEL (pytest started by hand) nbval uses this environment."""
+    import json
+
+    from jupyter_client.manager import start_new_kernel
+
+    name = os.environ.get("ATTNBOOK_KERNEL")
+    if not name:
+        pytest.skip("make test names the notebooks' kernel in ATTNBOOK_KERNEL (scripts/kernels.py)")
+    km, kc = start_new_kernel(kernel_name=name, cwd=str(ROOT / "notebooks"))
+    try:
+        code = ("import json, sys, torch, attnlib; print(json.dumps([attnlib.__file__, sys.path, "
+                "torch.backends.cpu.get_cpu_capability()]))")
+        out = []
+        reply = kc.execute_interactive(code, timeout=120, output_hook=lambda m: out.append(
+            m["content"]["text"]) if m["msg_type"] == "stream" else None)
+        assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    where, path, capability = json.loads("".join(out))
+    assert not Path(where).is_relative_to(PACKAGE), where  # not the checkout's attnlib
+    assert Path(where).parent.name == "attnlib" and "site" in Path(where).parts, where
+    assert not [p for p in path if Path(p).is_absolute() and Path(p).resolve().is_relative_to(ROOT)
+                and not Path(p).resolve().is_relative_to(Path(where).parents[1])
+                and not Path(p).resolve().is_relative_to(Path(sys.prefix).resolve())
+                and Path(p).resolve() != (ROOT / "notebooks")], path
+    assert capability == "DEFAULT", capability
 
 
 # ------------------------------------------------------------------ the sdist and the wheel
@@ -189,17 +245,6 @@ def run_outside(path: Path, outside, monkeypatch, allow_errors: bool = False):
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     assert not nb.cells[0].outputs, nb.cells[0].outputs
     return nb
-
-
-@pytest.mark.slow
-class TestChaptersFromTheWheel:
-    """Every chapter runs, start to end, from a copy outside the repository."""
-
-    @pytest.mark.parametrize("chapter", CHAPTERS, ids=[p.stem[:2] for p in CHAPTERS])
-    def test_chapter_runs_outside_the_repository(self, chapter, outside, monkeypatch):
-        folder = outside["work"] / "chapters"
-        folder.mkdir(parents=True, exist_ok=True)
-        run_outside(Path(shutil.copy(chapter, folder)), outside, monkeypatch)
 
 
 @pytest.fixture(scope="session")
