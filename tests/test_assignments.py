@@ -1,5 +1,11 @@
 """The classroom assignments: sources pass their own tests, student versions fail them.
 
+Each source passes its own tests where it runs once per kernel set: under nbval in ``make test``
+(the kernel of scripts/kernels.py: attnlib from its wheel, the plainest CPU kernels) and in the
+grading sandbox as the "solver" (tests/test_grading_sandbox.py, this environment's kernels). Each
+student version runs once, from the wheel outside the repository, where every graded test fails
+with the stubs' ``NotImplementedError`` and nothing else (tests/test_package.py).
+
 Grading itself (sandbox, adversarial submissions, parallel runs) is tested in
 ``tests/test_grading_sandbox.py``, the course around it in ``tests/test_course.py``. Every
 course directory lives in ``tmp_path``.
@@ -99,14 +105,6 @@ def test_every_stated_number_of_points_is_the_cells(name):
         assert items and sum(items) == points, (name, items)
 
 
-class TestSources:
-    @pytest.mark.parametrize("name", NAMES)
-    def test_source_passes_all_its_tests(self, name):
-        from nbgrader.validator import Validator
-
-        assert Validator().validate(str(source_nb(name))) == {}
-
-
 class TestStudentVersions:
     @pytest.fixture(scope="class")
     @classmethod
@@ -115,9 +113,7 @@ class TestStudentVersions:
         return dict(zip(NAMES, paths, strict=True))
 
     @pytest.mark.parametrize("name", NAMES)
-    def test_student_version_fails_every_graded_test(self, name, released):
-        from nbgrader.validator import Validator
-
+    def test_student_version_keeps_every_graded_test_and_stubs_every_solution(self, name, released):
         path = released[name]
         text = path.read_text()
         for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
@@ -129,7 +125,6 @@ class TestStudentVersions:
         regions = sum(c.source.count("### BEGIN SOLUTION") for c in src.cells if c.cell_type == "code")
         assert code.count("raise NotImplementedError()") == regions >= len(graded_cells(src))
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
-        assert Validator(invert=True).validate(str(path)) == {}
 
     @pytest.mark.parametrize("name", NAMES)
     def test_the_model_answer_and_rubric_stay_with_the_instructor(self, name, released):
