@@ -5,8 +5,9 @@
   the catalogue, then the chapter's cell and the paragraph's first words;
 * the machinery: splitting and reassembling markdown is lossless, ``update`` keeps, reuses, fuzzes
   and retires translations as documented, ``check`` catches drift and glossary misses;
-* the Chinese notebooks share every code cell and output with the English ones (nbval runs them:
-  ``make test`` generates them into build/zh/notebooks/ and collects them);
+* the Chinese notebooks share every code cell and output with the English ones, so they are not
+  executed again: the English chapters' one nbval run checks the code both editions run, and the
+  tests here prove the Chinese copy is that code with those outputs and every message translated;
 * a Chinese assignment is graded by the same tests as the English one.
 """
 
