@@ -44,10 +44,13 @@ help:
 	@echo "  make i18n         update the catalogues locale/zh_CN/LC_MESSAGES/*.po from the English"
 	@echo "  make i18n-check   list what is untranslated, fuzzy or out of date (CAT=01_attention_cues.po)"
 	@echo "Checks:"
-	@echo "  make test         lint, unit tests, every notebook (strict nbval) and the website in Chromium"
+	@echo "  make test         everything (about 20 min on 2 cores): lint, unit tests, every notebook and"
+	@echo "                    assignment (strict nbval, attnlib from its wheel), JupyterLab, both websites"
+	@echo "  make test-fast    lint and the unit tests only (about 3 min): the loop while you edit"
 	@echo "                    options: make test PYTEST_ARGS=\"tests/test_bench.py\""
 	@echo "  make test-lab CH=N  run the JupyterLab browser test for one chapter"
 	@echo "  make test-float-paths  training tests, chapters and assignments with the plainest CPU kernels"
+	@echo "                    (part of make test)"
 	@echo "  make lint         ruff over attnlib/, tests/, the notebooks, assignments/ and the packages"
 	@echo "  make format       ruff format attnlib/ and tests/, then ruff's safe fixes"
 	@echo "Measurements (rewrite committed files in results/):"
@@ -124,15 +127,32 @@ execute: install
 explorers: install
 	$(BIN)/python scripts/execute.py --explorers $(NB)
 
-# The Chinese notebooks (build/zh/notebooks, generated from the catalogues) run under nbval too.
-# Both sites are built first, so that the browser tests (two workers) find them up to date.
+# Everything, once (docs/testing.md): lint; the unit tests; every chapter and assignment source
+# under nbval, executed once, in the kernel scripts/kernels.py writes (attnlib from its wheel, the
+# plainest CPU kernels); every chapter's Run All in JupyterLab (the reader's own kernels); both
+# websites in Chromium; the course. The Chinese notebooks are not run again: tests/test_i18n.py
+# proves they share every code cell and output with the English ones. The training tests run with
+# the plainest CPU kernels too (test-float-paths' first half). Both sites are built first, so that
+# the browser tests (two workers) find them up to date.
+TEST_KERNEL := build/test-kernel
+TEST_KERNEL_ENV = JUPYTER_PATH=$(abspath $(TEST_KERNEL))/share/jupyter ATTNBOOK_KERNEL=attnbook-wheel
 test: install book-deps lint
+	$(BIN)/python scripts/kernels.py $(TEST_KERNEL) $(PLAIN_CPU)
 	$(BIN)/python -m book.i18n generate
 ifeq ($(PYTEST_ARGS),)
 	$(BIN)/python -m book.build
 	$(BIN)/python -m book.build --lang zh
+	$(TEST_KERNEL_ENV) $(BIN)/python -m pytest --ignore=tests/test_training.py tests notebooks assignments/source
+	$(PLAIN_CPU) $(BIN)/python -m pytest tests/test_training.py
+else
+	$(TEST_KERNEL_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
 endif
-	$(BIN)/python -m pytest $(or $(PYTEST_ARGS),tests notebooks assignments/source build/zh/notebooks)
+
+# The quick loop while changing the book (about 2-3 minutes on 2 cores): lint and the unit tests;
+# no notebook, no browser, no wheel, no course (those are the tests marked slow).
+.PHONY: test-fast
+test-fast: install lint
+	$(BIN)/python -m pytest -m "not slow" tests
 
 # The catalogues of the Chinese edition (book/i18n.py, docs/translating.md).
 CAT ?=
@@ -143,12 +163,15 @@ i18n: install
 i18n-check: install
 	$(BIN)/python -m book.i18n check $(CAT)
 
-# The checks whose numbers depend on the CPU's float path, again with the plainest CPU kernels: a check
-# tied to one kind of CPU fails here, not on a reader's laptop (docs/reproducibility.md). CI runs it.
+# The checks whose numbers depend on the CPU's float path, with the plainest CPU kernels: a check
+# tied to one kind of CPU fails here, not on a reader's laptop (docs/reproducibility.md). `make test`
+# runs both halves (the notebooks in its one nbval run); this target runs them alone.
 PLAIN_CPU := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
 .PHONY: test-float-paths
 test-float-paths: install
-	$(PLAIN_CPU) $(BIN)/python -m pytest tests/test_training.py notebooks assignments/source
+	$(PLAIN_CPU) $(BIN)/python -m pytest tests/test_training.py
+	$(BIN)/python scripts/kernels.py $(TEST_KERNEL) $(PLAIN_CPU)
+	$(TEST_KERNEL_ENV) $(BIN)/python -m pytest notebooks assignments/source
 
 # Retrain the shipped Transformers with three sets of CPU kernels and record how far each lands from
 # the shipped run (results/reproducibility.json; docs/reproducibility.md quotes it). About 6 minutes.
