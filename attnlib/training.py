@@ -20,11 +20,12 @@ two (``OMP_WAIT_POLICY=PASSIVE``) and about 300 ms on two with the default polic
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import torch
@@ -222,8 +223,30 @@ def run_side_by_side(fn, jobs, device=None, workers: int | None = None) -> list:
         context.set_forkserver_preload(["torch", "attnlib"])
     with ProcessPoolExecutor(workers, mp_context=context, initializer=torch.set_num_threads,
                              initargs=(1,)) as pool:
-        futures = [pool.submit(fn, **job) for job in jobs]
+        futures = [pool.submit(_watched, fn, job, STALL_S) for job in jobs]
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=STALL_S, return_when=FIRST_COMPLETED)
+            if not finished:  # nothing came back for STALL_S seconds: say where this process waits
+                print(f"run_side_by_side: no job finished in {STALL_S} s; where this process "
+                      "is (each worker prints its own):", file=sys.__stderr__, flush=True)
+                faulthandler.dump_traceback(file=sys.__stderr__, all_threads=True)
         return [future.result() for future in futures]
+
+
+#: Seconds after which :func:`run_side_by_side` prints where a job, and the caller, are (the
+#: book's jobs take seconds to a few minutes): a stalled run says where it waits.
+STALL_S = 900
+
+
+def _watched(fn, job: dict, seconds: float):
+    """``fn(**job)`` in a worker, whose every thread's stack goes to stderr if it runs for longer
+    than ``seconds`` (:mod:`faulthandler`, which needs no help from the stalled code)."""
+    faulthandler.dump_traceback_later(seconds, file=sys.__stderr__)
+    try:
+        return fn(**job)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def check_training(num_epochs, lr) -> None:

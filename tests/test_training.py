@@ -414,3 +414,24 @@ def test_live_plot_draws_and_closes_its_figures(data, capsys):
     assert len(history.val_loss) == 2
     assert "Figure" in capsys.readouterr().out  # IPython's display falls back to print
     assert plt.get_fignums() == []
+
+
+# A stalled side-by-side run says where it waits (chapter 6 once sat idle for minutes in CI).
+def test_a_job_running_past_the_stall_limit_prints_its_stack(capfd):
+    import subprocess
+
+    done = training._watched(subprocess.run, {"args": ["sleep", "1.6"]}, 1)
+    assert done.returncode == 0
+    err = capfd.readouterr().err
+    assert "Timeout (0:00:01)!" in err and "in run" in err and "subprocess.py" in err, err
+
+
+def test_a_side_by_side_run_where_nothing_finishes_says_where_it_waits(monkeypatch, capfd):
+    import subprocess
+
+    monkeypatch.setattr(training, "STALL_S", 1)
+    done = training.run_side_by_side(subprocess.run, [{"args": ["sleep", "1.6"]}] * 2, device="cpu",
+                                     workers=2)
+    assert [d.returncode for d in done] == [0, 0]
+    err = capfd.readouterr().err
+    assert "run_side_by_side: no job finished in 1 s" in err and "in run_side_by_side" in err, err
