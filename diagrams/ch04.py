@@ -69,7 +69,7 @@ def ch04_bahdanau_step(d: Diagram) -> None:
         d.arrow((x, y_e - 12), (x, y_soft + 9), color=LINE, sw=1.3, head=6)
         d.arrow((x, y_soft - 9), (x, y_w + 24), color=LINE, sw=1.3, head=6)
         d.weights(x - 12, y_w, [ALPHA[i]], cell=24, numbers=True, size=9)
-        d.text(x + 23, y_w + 17, "×", 12, kind="m")
+        d.op(x + 23, y_w + 12, "×", r=7, size=11)  # the weight times the value, on the value's line
     d.math(cols[0] - 18, y_e + 5, r"e_{t,i}", 13, anchor="end")
     d.math(cols[0] - 18, y_w + 17, r"\alpha_{t,i}", 13, anchor="end")
     d.box(40, y_soft - 9, 370, 18, "module", title="masked softmax over the source positions", size=11)

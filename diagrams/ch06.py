@@ -191,8 +191,12 @@ def ch06_rope(d: Diagram) -> None:
         d.math(tx, ty + 6, after, 14, fill=role[2])
         arc = [at(start + turn * t / 16, 62 if role is q else 44) for t in range(17)]
         d.polyline(arc, stroke=role[1], sw=1.2)
-        mx, my = at(start + turn / 2, 76 if role is q else 58)
-        d.math(mx + 2, my + 5, turn_tex, 12, anchor="start", fill=role[2])
+        if role is q:  # inside its arc, clear of the circle
+            mx, my = at(start + turn / 2, 42)
+            d.math(mx, my + 5, turn_tex, 12, fill=role[2])
+        else:
+            mx, my = at(start + turn / 2, 58)
+            d.math(mx + 2, my + 5, turn_tex, 12, anchor="start", fill=role[2])
     d.label(
         540,
         284,

@@ -3,7 +3,7 @@
 import math
 
 from . import diagram
-from .draw import INK, LINE, MUTED, ROLES, Diagram, _f, signed
+from .draw import INK, LINE, MASK_SLASH, MUTED, ROLES, Diagram, _f, signed
 
 Q, K, V, O = ROLES["query"], ROLES["key"], ROLES["value"], ROLES["output"]  # noqa: E741
 SCORES = [2.0, 1.0, 5.0, 3.0, 9.0, 0.5]  # the chapter's row of six scores, read two at a time
@@ -116,7 +116,7 @@ def _window_grid(d: Diagram, x: float, y: float, n: int, w: int, block: int | No
                 crosses.append(f"M{_f(cx + 3)} {_f(cy + cell - 3)}L{_f(cx + cell - 3)} {_f(cy + 3)}")
     d.add('<g stroke="#bfbfbf" stroke-width="0.6">' + "".join(cells) + "</g>")
     if crosses:
-        d.path("".join(crosses), stroke="#a6a6a6", sw=0.8)
+        d.path("".join(crosses), stroke=MASK_SLASH, sw=0.9)
     if block:
         for start in range(0, n, block):
             lo, hi = max(0, start - w + 1), min(n, start + block)

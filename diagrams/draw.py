@@ -44,6 +44,7 @@ ROLES = {  # role: (fill, outline, label text) -- label colours reach 4.5:1 on w
     "plain": ("#ffffff", "#808080", INK),
     "mask": ("#e6e6e6", "#a6a6a6", MUTED),
 }
+MASK_SLASH = "#8c8c8c"  # masked or padded entries: the mask's grey, crossed out by one slash
 
 SANS = (
     "'DejaVu Sans', 'Noto Sans', 'Helvetica Neue', Arial, 'Noto Sans CJK SC', "
@@ -286,6 +287,36 @@ def math_width(tex: str, size: float) -> float:
 
 
 # --------------------------------------------------------------------------- the canvas
+def _clip(segment, box):
+    """The piece of ``segment`` (x0, y0, x1, y1) inside ``box`` (x0, x1, top, bottom), or None
+    (Liang-Barsky)."""
+    sx0, sy0, sx1, sy1 = segment
+    dx, dy = sx1 - sx0, sy1 - sy0
+    lo, hi = 0.0, 1.0
+    for p, q in ((-dx, sx0 - box[0]), (dx, box[1] - sx0), (-dy, sy0 - box[2]), (dy, box[3] - sy0)):
+        if p == 0:
+            if q < 0:
+                return None
+        elif p < 0:
+            lo = max(lo, q / p)
+        else:
+            hi = min(hi, q / p)
+    if lo >= hi:
+        return None
+    return (sx0 + lo * dx, sy0 + lo * dy, sx0 + hi * dx, sy0 + hi * dy)
+
+
+def _hides(cover, piece) -> bool:
+    """Whether an opaque shape lies over the whole ``piece`` of a line (both ends: shapes are convex)."""
+    kind, geometry, _ = cover
+    ends = ((piece[0], piece[1]), (piece[2], piece[3]))
+    if kind == "rect":
+        x0, y0, x1, y1 = geometry
+        return all(x0 <= x <= x1 and y0 <= y <= y1 for x, y in ends)
+    cx, cy, r = geometry
+    return all((x - cx) ** 2 + (y - cy) ** 2 <= r * r for x, y in ends)
+
+
 def _f(v: float) -> str:
     """Coordinates with one decimal, no trailing zeros: the same file on every machine."""
     s = f"{v:.1f}"
@@ -302,6 +333,10 @@ class Diagram:
         self._collect = collect
         self.parts: list[str] = []
         self.extents: list[tuple[float, float, float, float, str]] = []  # (x0, x1, top, bottom, text)
+        # every drawn line, (x0, y0, x1, y1, k) with k its place in the drawing order, and every
+        # opaque rectangle or circle, which hides the lines drawn before it: what crossings() reads
+        self.segments: list[tuple[float, float, float, float, int]] = []
+        self.covers: list[tuple[str, tuple[float, ...], int]] = []
 
     # ----------------------------------------------------------------- translation
     def _(self, english: str) -> str:
@@ -314,9 +349,34 @@ class Diagram:
     def add(self, svg: str) -> None:
         self.parts.append(svg)
 
+    def _lines(self, points, closed=False) -> None:
+        """Record the straight pieces of a drawn outline, for the check that no line crosses a text."""
+        points = [tuple(p) for p in points]
+        if closed:
+            points.append(points[0])
+        self.segments += [(*a, *b, len(self.parts)) for a, b in zip(points, points[1:], strict=False)]
+
+    def crossings(self, inset: float = 1.0) -> list[tuple[str, tuple[int, int, int, int]]]:
+        """(text, line) for every visible line that runs through a text: a line enters the text's
+        box shrunk by ``inset`` px, and no opaque shape drawn after the line hides that piece."""
+        found = []
+        for x0, x1, top, bottom, text in self.extents:
+            box = (x0 + inset, x1 - inset, top + inset, bottom - inset)
+            if box[1] <= box[0] or box[3] <= box[2]:
+                continue
+            for sx0, sy0, sx1, sy1, k in self.segments:
+                piece = _clip((sx0, sy0, sx1, sy1), box)
+                if piece and not any(_hides(cover, piece) for cover in self.covers if cover[2] > k):
+                    found.append((text, tuple(round(v) for v in (sx0, sy0, sx1, sy1))))
+        return found
+
     def rect(self, x, y, w, h, fill=PAPER, stroke=INK, sw=1.5, rx=4, dash=None, opacity=None):
         extra = f' stroke-dasharray="{dash}"' if dash else ""
         extra += f' fill-opacity="{opacity}"' if opacity is not None else ""
+        if stroke != "none" and sw > 0:
+            self._lines([(x, y), (x + w, y), (x + w, y + h), (x, y + h)], closed=True)
+        if fill != "none" and opacity is None:
+            self.covers.append(("rect", (x, y, x + w, y + h), len(self.parts)))
         self.add(
             f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(w)}" height="{_f(h)}" rx="{_f(rx)}" '
             f'fill="{fill}" stroke="{stroke}" stroke-width="{_f(sw)}"{extra}/>'
@@ -324,6 +384,11 @@ class Diagram:
 
     def circle(self, cx, cy, r, fill=PAPER, stroke=INK, sw=1.5, dash=None):
         extra = f' stroke-dasharray="{dash}"' if dash else ""
+        if stroke != "none" and sw > 0:
+            turns = [a * math.pi / 12 for a in range(24)]  # the circle as 24 chords
+            self._lines([(cx + r * math.cos(a), cy + r * math.sin(a)) for a in turns], closed=True)
+        if fill != "none":
+            self.covers.append(("circle", (cx, cy, r), len(self.parts)))
         self.add(
             f'<circle cx="{_f(cx)}" cy="{_f(cy)}" r="{_f(r)}" fill="{fill}" stroke="{stroke}" '
             f'stroke-width="{_f(sw)}"{extra}/>'
@@ -332,6 +397,7 @@ class Diagram:
     def polyline(self, points, stroke=LINE, sw=1.6, dash=None, fill="none"):
         pts = " ".join(f"{_f(x)},{_f(y)}" for x, y in points)
         extra = f' stroke-dasharray="{dash}"' if dash else ""
+        self._lines(points, closed=fill != "none")
         self.add(
             f'<polyline points="{pts}" fill="{fill}" stroke="{stroke}" stroke-width="{_f(sw)}" '
             f'stroke-linejoin="round" stroke-linecap="round"{extra}/>'
@@ -339,10 +405,15 @@ class Diagram:
 
     def polygon(self, points, fill=INK, stroke="none", sw=1.0):
         pts = " ".join(f"{_f(x)},{_f(y)}" for x, y in points)
+        self._lines(points, closed=True)
         self.add(f'<polygon points="{pts}" fill="{fill}" stroke="{stroke}" stroke-width="{_f(sw)}"/>')
 
     def path(self, d: str, stroke=LINE, sw=1.6, fill="none", dash=None):
+        """An SVG path of straight pieces only (M and L commands, absolute)."""
         extra = f' stroke-dasharray="{dash}"' if dash else ""
+        for piece in re.findall(r"M[^M]+", d):
+            numbers = [float(v) for v in re.findall(r"-?[\d.]+", piece)]
+            self._lines(list(zip(numbers[::2], numbers[1::2], strict=True)))
         self.add(
             f'<path d="{d}" fill="{fill}" stroke="{stroke}" stroke-width="{_f(sw)}" '
             f'stroke-linecap="round"{extra}/>'
@@ -534,7 +605,7 @@ class Diagram:
                 rx=1.5,
             )
             if masked:
-                self.polyline([(cx + 3, cy + cell - 3), (cx + cell - 3, cy + 3)], stroke="#8c8c8c", sw=1.2)
+                self.polyline([(cx + 3, cy + cell - 3), (cx + cell - 3, cy + 3)], stroke=MASK_SLASH, sw=1.2)
             elif values is not None and values[i] is not None:
                 text = values[i] if isinstance(values[i], str) else fmt.format(values[i])
                 self.text(
@@ -563,14 +634,20 @@ class Diagram:
     def matrix(
         self, x, y, M, cell=14, cmap_name="viridis", limit=None, stroke="#ffffff", sw=0.6, masked=None
     ):
-        """A heatmap of the nested list ``M`` (rows down). ``masked`` (row, col) cells are grey.
-        The cells share one group's stroke, which keeps large matrices small."""
+        """A heatmap of the nested list ``M`` (rows down). ``masked`` (row, col) cells are grey and
+        crossed out, as everywhere. The cells share one group's stroke, which keeps large matrices
+        small."""
         limit = limit or max(abs(v) for row in M for v in row) or 1.0
-        cells = []
+        cells, slashes = [], []
         for i, row in enumerate(M):
             for j, v in enumerate(row):
                 if masked and (i, j) in masked:
                     colour = ROLES["mask"][0]
+                    a, b = x + j * cell, y + i * cell
+                    inset = max(2.0, cell / 5)
+                    slashes.append(
+                        f"M{_f(a + inset)} {_f(b + cell - inset)}L{_f(a + cell - inset)} {_f(b + inset)}"
+                    )
                 elif cmap_name == "viridis":
                     colour = viridis(v / limit)
                 else:
@@ -580,6 +657,8 @@ class Diagram:
                     f'height="{_f(cell)}" fill="{colour}"/>'
                 )
         self.add(f'<g stroke="{stroke}" stroke-width="{_f(sw)}">' + "".join(cells) + "</g>")
+        if slashes:
+            self.path("".join(slashes), stroke=MASK_SLASH, sw=0.9 if cell < 16 else 1.2)
         return (x, y, len(M[0]) * cell, len(M) * cell)
 
     def op(self, cx, cy, symbol, r=11, size=15):
