@@ -278,12 +278,45 @@ def parse_math(tex: str) -> list[tuple[str, str, int]]:
     return merged
 
 
-def math_width(tex: str, size: float) -> float:
-    width = 0.0
+ACCENTS = {"\u0303": "\u02dc", "\u0302": "\u02c6", "\u0304": "\u02c9"}  # combining -> spacing
+TALL = set("bdfhklt") | set("ABCDEFGHIJKLMNOPQRSTUVWXYZ") | set("0123456789")
+
+
+def math_layout(tex: str, size: float) -> list[tuple[str, str, int, float, float]]:
+    """The runs of a formula as (text, style, level, dx, width): a superscript that follows a
+    subscript moves back over it (``W_1^{(q)}`` stacks its indices, as TeX does), and the pair
+    advances by the wider of the two. An accent (a combining mark) stays in its run's text."""
+    out = []
     for text, style, level in parse_math(tex):
         kind = {"i": "mi", "r": "m", "b": "mb"}[style]
-        width += text_width(text, size * (0.72 if level else 1.0), kind)
-    return width
+        bare = "".join(ch for ch in text if ch not in ACCENTS)
+        out.append([text, style, level, 0.0, text_width(bare, size * (0.72 if level else 1.0), kind)])
+    k = 0
+    while k < len(out):
+        if out[k][2] < 0:
+            sub_end = k
+            while sub_end < len(out) and out[sub_end][2] < 0:
+                sub_end += 1
+            sup_end = sub_end
+            while sup_end < len(out) and out[sup_end][2] > 0:
+                sup_end += 1
+            if sup_end > sub_end:  # a subscript, then a superscript: stack them
+                sub_w = sum(r[4] for r in out[k:sub_end])
+                sup_w = sum(r[4] for r in out[sub_end:sup_end])
+                out[sub_end][3] -= sub_w
+                if sub_w > sup_w:
+                    if sup_end < len(out):
+                        out[sup_end][3] += sub_w - sup_w
+                    else:
+                        out.append(["", "r", 0, sub_w - sup_w, 0.0])
+            k = sup_end
+        else:
+            k += 1
+    return [tuple(r) for r in out]
+
+
+def math_width(tex: str, size: float) -> float:
+    return sum(dx + w for _, _, _, dx, w in math_layout(tex, size))
 
 
 # --------------------------------------------------------------------------- the canvas
@@ -495,27 +528,50 @@ class Diagram:
         return len(lines)
 
     def math(self, x, y, tex, size=16, anchor="middle", fill=INK):
-        """A formula in a LaTeX subset (:func:`parse_math`); ``y`` is the baseline."""
+        """A formula in a LaTeX subset (:func:`parse_math`); ``y`` is the baseline. Accents
+        (``\\tilde``, ``\\hat``, ``\\bar``) are drawn as their own glyph centred over the letter,
+        higher over a tall one: a combining mark lands wherever the browser's fallback font puts it."""
         width = math_width(tex, size)
         x0 = {"start": x, "middle": x - width / 2, "end": x - width}[anchor]
         self.extents.append((x0, x0 + width, y - 0.85 * size, y + 0.3 * size, tex))
-        spans, level = [], 0
-        for text, style, lv in parse_math(tex):
+        spans, level, cursor, accents = [], 0, x0, []
+        for text, style, lv, dx, w in math_layout(tex, size):
             shift = {0: 0.0, -1: 0.28, 1: -0.38}
             dy = (shift[max(-1, min(1, lv))] - shift[max(-1, min(1, level))]) * size
             level = lv
+            run_size = size * (0.72 if lv else 1.0)
+            kind = {"i": "mi", "r": "m", "b": "mb"}[style]
+            cursor += dx
+            bare = ""
+            for ch in text:
+                if ch in ACCENTS and bare:
+                    last = bare[-1]
+                    centre = cursor + text_width(bare[:-1], run_size, kind)
+                    centre += text_width(last, run_size, kind) / 2
+                    lift = (0.25 if last in TALL else 0.0) * run_size
+                    accents.append((centre + (0.08 * run_size if style == "i" else 0.0), lift, ACCENTS[ch]))
+                else:
+                    bare += ch
+            cursor += w
             attrs = ' font-style="italic"' if style == "i" else ""
             attrs += ' font-weight="bold"' if style == "b" else ""
             if lv:
-                attrs += f' font-size="{_f(size * 0.72)}"'
+                attrs += f' font-size="{_f(run_size)}"'
+            if dx:
+                attrs += f' dx="{_f(dx)}"'
             if dy:
                 attrs += f' dy="{_f(dy)}"'
-            spans.append(f"<tspan{attrs}>{html.escape(text, quote=False)}</tspan>")
+            spans.append(f"<tspan{attrs}>{html.escape(bare, quote=False)}</tspan>")
         self.add(
             f'<text x="{_f(x0)}" y="{_f(y)}" class="m" font-size="{_f(size)}" fill="{fill}">'
             + "".join(spans)
             + "</text>"
         )
+        for centre, lift, glyph in accents:
+            self.add(
+                f'<text x="{_f(centre)}" y="{_f(y - lift)}" class="m" font-size="{_f(size)}" '
+                f'text-anchor="middle" fill="{fill}">{glyph}</text>'
+            )
         return width
 
     def code(self, x, y, s, size=13, anchor="middle", fill=INK):
