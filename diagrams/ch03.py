@@ -56,7 +56,7 @@ def ch03_scoring_pipeline(d: Diagram) -> None:
             "plain",
             cell=cell,
             colours=[signed(s, 1.5)],
-            values=[f"{s:+.1f}"],
+            values=[f"{s:+.1f}".replace("-", "−")],
             size=9,
             stroke="#555555",
         )
@@ -74,16 +74,22 @@ def ch03_scoring_pipeline(d: Diagram) -> None:
         d.text(542, y + 17, "×", 14, kind="m")
         d.cells(vx, y + 4, 4, "value", cell=16)
         d.math(vx + 70, y + 17, rf"\mathbf{{v}}_{i}", 14, anchor="start", fill=ROLES["value"][2])
-    d.op(vx + 32, 298, "∑", r=13, size=16)
-    d.arrow((vx + 32, ys[-1] + 22), (vx + 32, 285), color=LINE)
-    d.arrow((vx + 45, 298), (622, 298), color=ROLES["output"][1], sw=1.8)
-    d.cells(626, 290, 4, "output", cell=16)
-    d.label(658, 282, "output", 12, fill=ROLES["output"][2])
+    sx_, sy_ = 682, (ys[0] + ys[-1]) / 2 + 12  # the sum, right of the values: one line from each
+    for y in ys:
+        end = (sx_ - 13 * 0.9, sy_ + (y + 12 - sy_) * 0.25)
+        d.arrow((vx + 96, y + 12), end, color=viridis(0.35), sw=1.3, head=6)
+    d.op(sx_, sy_, "∑", r=13, size=16)
+    d.arrow((sx_, sy_ + 13), (sx_, 256), color=ROLES["output"][1], sw=1.8)
+    d.cells(sx_ - 24, 258, 4, "output", cell=12)
+    d.label(sx_ - 6, 290, "output", 12, fill=ROLES["output"][2])
+    # the mask's input: the valid lengths
+    d.code(447, 30, "valid_lens", 11, fill=MUTED)
+    d.arrow((447, 34), (447, ys[0] - 8), color=LINE, sw=1.3, head=6)
     # the steps, named as attnlib names them
-    d.code(262, 312, "score", 12, fill=MUTED)
-    d.code(470, 322, "attend", 12, fill=MUTED)
+    d.code(262, 316, "score", 12, fill=MUTED)
+    d.code(560, 316, "attend", 12, fill=MUTED)
     d.brace(214, 300, 310, 300, depth=-5)
-    d.brace(420, 308, 620, 308, depth=-5)
+    d.brace(420, 300, 700, 300, depth=-5)
 
 
 @diagram(720, 300)

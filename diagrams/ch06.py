@@ -118,6 +118,10 @@ def ch06_positional_add(d: Diagram) -> None:
         if x == 56:
             d.label(x - 8, y + n * cell / 2 + 4, "position", 11, anchor="end", fill=MUTED)
         d.label(x + dim * cell / 2, y + n * cell + 16, "feature", 11, fill=MUTED)
+    d.label(  # what attnlib's _embed does before adding P
+        56 + dim * cell / 2, y + n * cell + 34, "in the Transformer, X is the embeddings times √d", 11,
+        fill=MUTED, width=190,
+    )
     d.text(246, y + n * cell / 2 + 8, "+", 24, kind="m")
     d.text(476, y + n * cell / 2 + 8, "=", 24, kind="m")
     d.code(286 + dim * cell / 2, y + n * cell + 34, "PositionalEncoding", 11, fill=MUTED)

@@ -70,7 +70,7 @@ def ch07_transformer(d: Diagram) -> None:
     _addnorm(d, ex, w, 280, 372)
     # the encoder's output, from the last block's side: keys and values of the decoder's second
     # attention, in every decoder block
-    ox = ex + w - 18
+    ox = ex + w - 8  # clear of the block label above
     route = [(ex + w - 30, 291), (ox, 291), (ox, 236), (366, 236), (366, 370), (dcx - 55, 370)]
     d.polyline(route, stroke=INK, sw=1.6)
     d.arrow((dcx - 55, 370), (dcx - 55, 346), color=K[1], sw=1.5, head=6)

@@ -88,17 +88,19 @@ def ch08_vit(d: Diagram) -> None:
         g = round(255 * (1 - 0.85 * v))
         return f"#{g:02x}{g:02x}{g:02x}"
 
-    px, gx, gy = 12, 28, 56
+    px, gx, gy, gap = 12, 24, 56, 3  # the digit, cut into its 2x2 patches by white gaps
     for i in range(8):
         for j in range(8):
-            d.rect(gx + j * px, gy + i * px, px, px, fill=grey(ink[i][j]), stroke="#dddddd", sw=0.4, rx=0)
-    for k in range(5):  # the 2x2 patch grid
-        d.polyline([(gx + 2 * k * px, gy), (gx + 2 * k * px, gy + 8 * px)], stroke="#d55e00", sw=1.2)
-        d.polyline([(gx, gy + 2 * k * px), (gx + 8 * px, gy + 2 * k * px)], stroke="#d55e00", sw=1.2)
-    d.label(gx + 4 * px, gy - 26, "8×8 digit, 2×2 patches", 12, width=110)
+            x, y = gx + j * px + (j // 2) * gap, gy + i * px + (i // 2) * gap
+            d.rect(x, y, px, px, fill=grey(ink[i][j]), stroke="#dddddd", sw=0.4, rx=0)
+    for a in range(4):  # each patch outlined in grey
+        for b in range(4):
+            x, y = gx + b * (2 * px + gap), gy + a * (2 * px + gap)
+            d.rect(x, y, 2 * px, 2 * px, fill="none", stroke="#808080", sw=0.9, rx=0)
+    d.label(gx + 4 * px + 4, gy - 26, "8×8 digit, 2×2 patches", 12, width=110)
     x0, step, tile = 170, 22, 7  # the sequence: patch p at x0 + p * step (token 0 is <cls>)
     # from the digit's first row of patches to the first patch of the sequence, at its height
-    d.arrow((gx + 8 * px + 8, 60 + tile), (x0 + step - 6, 60 + tile), color=LINE)
+    d.arrow((gx + 8 * px + 3 * gap + 6, 60 + tile), (x0 + step - 6, 60 + tile), color=LINE)
     for p in range(16):
         r, c = divmod(p, 4)
         x = x0 + (p + 1) * step
@@ -200,12 +202,9 @@ def ch08_snail(d: Diagram) -> None:
     for name, ch, grow in layers:
         w = 1.9 * ch
         d.code(x0 + 118, y - 7, name, 11, anchor="end")
-        bar_fill = (
-            ROLES["value"][0] if "Attention" in name else ROLES["state"][0] if "TC" in name else "#eeeeee"
-        )
-        bar_stroke = (
-            ROLES["value"][1] if "Attention" in name else ROLES["state"][1] if "TC" in name else "#808080"
-        )
+        # block types in greys (the role colours mean queries, keys, values, outputs, states)
+        bar_fill = "#bdbdbd" if "Attention" in name else "#e0e0e0" if "TC" in name else "#f5f5f5"
+        bar_stroke = "#4d4d4d" if "Attention" in name else "#808080"
         d.rect(x0 + 126, y - 20, w * 0.85, 16, fill=bar_fill, stroke=bar_stroke, sw=1.1, rx=2)
         d.text(
             x0 + 126 + w * 0.85 + 6,

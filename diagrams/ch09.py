@@ -177,8 +177,8 @@ def ch09_linear_rnn(d: Diagram) -> None:
         if t:
             d.arrow((xs[t - 1] + 38, 94), (x - 34, 94), color=INK, sw=1.4)
         # what the step adds
-        d.math(x, 150, rf"\phi(\mathbf{{k}}_{t + 1})\mathbf{{v}}_{t + 1}^\top", 12, fill=K[2])
-        d.arrow((x, 136), (x, 122), color=K[1], sw=1.2, head=6)
+        d.math(x, 150, rf"\phi(\mathbf{{k}}_{t + 1})\mathbf{{v}}_{t + 1}^\top", 12, fill=state[2])
+        d.arrow((x, 136), (x, 122), color=state[1], sw=1.2, head=6)  # an update of the state
     d.math(
         360,
         184,

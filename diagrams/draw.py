@@ -45,6 +45,10 @@ ROLES = {  # role: (fill, outline, label text) -- label colours reach 4.5:1 on w
     "mask": ("#e6e6e6", "#a6a6a6", MUTED),
 }
 MASK_SLASH = "#8c8c8c"  # masked or padded entries: the mask's grey, crossed out by one slash
+# No text is smaller than this on the card (720 px wide): a phone shows the card at about half size,
+# where 10 px is already small; the website's viewer enlarges a diagram on a tap.
+MIN_TEXT = 10.0
+MIN_MATH = 12.5  # formulas: their sub- and superscripts are 0.72 of it, 9 px
 
 SANS = (
     "'DejaVu Sans', 'Noto Sans', 'Helvetica Neue', Arial, 'Noto Sans CJK SC', "
@@ -106,6 +110,11 @@ def _font(kind: str):
     return FT2Font(str(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / names[kind]))
 
 
+JOIN = "\u2060"  # WORD JOINER: no line breaks between two characters it joins
+# Chinese words a wrapped label never splits (Chinese breaks between any two characters otherwise)
+KEEP_TOGETHER = ("注意力", "均匀", "隐藏", "隐状态", "查询", "填充", "位置", "缓存", "权重", "输出", "词元")
+
+
 def _is_wide(ch: str) -> bool:
     return ord(ch) >= 0x2E80  # CJK ideographs, kana, full-width punctuation: one em each
 
@@ -113,6 +122,8 @@ def _is_wide(ch: str) -> bool:
 @cache
 def _advance(kind: str, ch: str) -> float:
     """Advance of one character, in em."""
+    if ch == JOIN:
+        return 0.0
     if _is_wide(ch):
         return 1.0
     font = _font(kind)
@@ -129,9 +140,14 @@ def text_width(s: str, size: float, kind: str = "s") -> float:
 
 
 def wrap(s: str, size: float, width: float, kind: str = "s") -> list[str]:
-    """Break ``s`` into lines no wider than ``width`` (at spaces; Chinese between any characters)."""
+    """Break ``s`` into lines no wider than ``width`` (at spaces; Chinese between any two characters
+    not joined by a word joiner, which is dropped from the lines)."""
     lines, line = [], ""
-    tokens = re.findall(r"[\u2e80-\uffff]|[^\s\u2e80-\uffff]+\s*|\s+", s)
+    for word in KEEP_TOGETHER:
+        s = s.replace(word, JOIN.join(word))
+    tokens = re.findall(
+        r"(?:[\u2e80-\uffff]\u2060)*[\u2e80-\uffff]|[^\s\u2e80-\uffff\u2060]+\s*|\s+|\u2060", s
+    )
     for tok in tokens:
         if line and text_width((line + tok).rstrip(), size, kind) > width:
             lines.append(line.rstrip())
@@ -142,7 +158,7 @@ def wrap(s: str, size: float, width: float, kind: str = "s") -> list[str]:
         lines.append(line.rstrip())
     if len(lines) > 1 and len(lines[-1]) == 1 and _is_wide(lines[-1]) and len(lines[-2]) > 2:
         lines[-2], lines[-1] = lines[-2][:-1], lines[-2][-1] + lines[-1]  # no orphan character
-    return lines or [""]
+    return [line.replace(JOIN, "") for line in lines] or [""]
 
 
 # --------------------------------------------------------------------------- maths as tspans
@@ -480,6 +496,8 @@ class Diagram:
     ):
         """Plain text; ``y`` is the baseline. ``label=True`` marks it translatable in the SVG
         (class ``t``), which the Chinese edition's check reads."""
+        s = s.replace(JOIN, "")
+        size = max(size, MIN_TEXT)
         cls = {"s": "s", "sb": "s", "c": "c", "m": "m"}[kind] + (" t" if label else "")
         width = text_width(s, size, "m" if kind == "m" else kind)
         x0 = {"start": x, "middle": x - width / 2, "end": x - width}[anchor]
@@ -508,8 +526,9 @@ class Diagram:
         (translatable: the Chinese edition's check reads it). ``y`` is the first baseline, or with
         ``valign='middle'`` the middle of the block of lines. Returns the number of lines."""
         s = self._(english)
+        size = max(size, MIN_TEXT)
         kind = "sb" if weight == "bold" else "s"
-        lines = wrap(s, size, width, kind) if width else [s]
+        lines = wrap(s, size, width, kind) if width else [s.replace(JOIN, "")]
         if valign == "middle":
             y = y - (len(lines) - 1) * size * line_height / 2 + size * 0.36
         spans = []
@@ -531,6 +550,7 @@ class Diagram:
         """A formula in a LaTeX subset (:func:`parse_math`); ``y`` is the baseline. Accents
         (``\\tilde``, ``\\hat``, ``\\bar``) are drawn as their own glyph centred over the letter,
         higher over a tall one: a combining mark lands wherever the browser's fallback font puts it."""
+        size = max(size, MIN_MATH)
         width = math_width(tex, size)
         x0 = {"start": x, "middle": x - width / 2, "end": x - width}[anchor]
         self.extents.append((x0, x0 + width, y - 0.85 * size, y + 0.3 * size, tex))

@@ -319,3 +319,19 @@ def test_the_line_check_sees_a_line_through_a_text_unless_a_shape_hides_it():
     d.label(100, 50, "framed", 12)
     d.rect(100, 20, 80, 60, fill="none", dash="5 3")  # a frame's edge through the text
     assert [t for t, _ in d.crossings()] == ["framed"]
+
+
+def test_no_text_is_smaller_than_the_floor(fresh):
+    """A phone shows a 720-px card at about half its size: no text under draw.MIN_TEXT px, no
+    formula under draw.MIN_MATH (its indices are 0.72 of it)."""
+    small = []
+    for (name, lang), svg in fresh[0].items():
+        sizes = [float(v) for v in re.findall(r'<text [^>]*font-size="([\d.]+)"', svg)]
+        indices = [float(v) for v in re.findall(r'<tspan [^>]*font-size="([\d.]+)"', svg)]
+        small += [(name, lang, v) for v in sizes if v < draw.MIN_TEXT - 0.05]
+        small += [(name, lang, v) for v in indices if v < 0.72 * draw.MIN_MATH - 0.05]
+    assert not small, f"texts under the floor: {small[:10]}"
+    d = draw.Diagram("test", 200, 100)
+    d.label(100, 50, "tiny", 6)
+    d.math(100, 80, r"\mathbf{q}", 8)
+    assert re.findall(r'font-size="([\d.]+)"', d.svg())[:2] == ["10", "12.5"]
