@@ -209,7 +209,7 @@ def ch03_additive_vs_dot(d: Diagram) -> None:
     d.polyline([(400, 20), (400, 316)], stroke="#d9d9d9", sw=1)
     # scaled dot product (right)
     d.label(560, 26, "scaled dot-product attention", 14, weight="bold")
-    d.code(560, 44, "DotProductAttention", 11, fill=MUTED)
+    d.code(560, 44, "DotProductAttention.score", 11, fill=MUTED)
     d.math(430, 97, r"\mathbf{q}", 16, fill=ROLES["query"][2])
     d.cells(444, 85, 4, "query", cell=14)
     d.shape(472, 115, "(b, n, d)", 10)

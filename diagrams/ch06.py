@@ -34,7 +34,7 @@ def ch06_cnn_rnn_sa(d: Diagram) -> None:
     specs = [
         ("CNN (kernel 3)", [r"\mathrm{O}(knd^2)", r"\mathrm{O}(1)", r"\mathrm{O}(n/k)"]),
         ("RNN", [r"\mathrm{O}(nd^2)", r"\mathrm{O}(n)", r"\mathrm{O}(n)"]),
-        ("self-attention", [r"\mathrm{O}(n^2 d)", r"\mathrm{O}(1)", r"\mathrm{O}(1)"]),
+        ("self-attention", [r"\mathrm{O}(n^2d)", r"\mathrm{O}(1)", r"\mathrm{O}(1)"]),
     ]
     y_in, y_out = 204, 76
     for p, (title, texs) in enumerate(specs):

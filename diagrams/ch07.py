@@ -312,7 +312,7 @@ def ch07_beam_search(d: Diagram) -> None:
             )
     for k, label in enumerate(["", "step 1", "step 2", "step 3"]):
         if label:
-            d.label(cols[k], 270, label, 12, fill=MUTED)
+            d.label(cols[k], 276, label, 12, fill=MUTED)
     d.label(
         360,
         292,

@@ -60,11 +60,13 @@ def ch09_online_softmax(d: Diagram) -> None:
             d.math((px + sx) / 2, sy + 48, rf"= e^{{{old - mb:.0f}}}".replace("-", "−"), 12)
         note = "first block" if b == 0 else "a larger maximum: the old sum is rescaled"
         d.label(sx + 65, sy + 76, note, 11, fill=MUTED, width=150)
+    d.math(160, 296, r"\exp(s_j - m) / \ell", 13, anchor="end")
     d.label(
-        360,
-        292,
-        "the weights exp(s_j − m) / ℓ with the final m and ℓ are exactly the softmax of the whole row",
+        168,
+        296,
+        "with the final m and ℓ: exactly the softmax of the whole row",
         11,
+        anchor="start",
         fill=MUTED,
     )
 
@@ -143,7 +145,7 @@ def ch09_sliding_window(d: Diagram) -> None:
     d.label(lx - 6, y + n * cell / 2 + 4, "queries", 11, anchor="end", fill=MUTED)
     grid_bottom = y + n * cell
     d.label(lx + n * cell / 2, grid_bottom + 22, "144 scores computed, 33 used:", 12)
-    d.math(lx + n * cell / 2, grid_bottom + 42, r"O(n^2 d)", 13)
+    d.math(lx + n * cell / 2, grid_bottom + 42, r"O(n^2d)", 13)
     d.label(rx + n * cell / 2, grid_bottom + 22, "64 scores computed, 33 used:", 12)
     d.math(rx + n * cell / 2, grid_bottom + 42, r"O(n w d)", 13)
     # the key
