@@ -260,7 +260,7 @@ def ch07_kv_cache(d: Diagram) -> None:
     )
 
 
-@diagram(720, 300)
+@diagram(720, 320)
 def ch07_beam_search(d: Diagram) -> None:
     """Beam search with k = 2: at every step each kept prefix is extended by every word, and the
     k best total log-probabilities are kept."""
@@ -317,6 +317,14 @@ def ch07_beam_search(d: Diagram) -> None:
         360,
         292,
         "kept (k = 2): the two prefixes with the best total log-probability; dashed: dropped",
+        11,
+        fill=MUTED,
+    )
+    d.label(
+        360,
+        310,
+        "a prefix that ends in <eos> is set aside as finished; the finished ones are ranked by "
+        "log P / length penalty (α = 0.6)",
         11,
         fill=MUTED,
     )

@@ -163,8 +163,8 @@ def ch09_sliding_window(d: Diagram) -> None:
 @diagram(720, 350)
 def ch09_linear_rnn(d: Diagram) -> None:
     """Linear attention as a recurrence: a state of fixed size, the matrix M_t and the vector z_t,
-    absorbs each key-value pair; softmax attention's cache instead grows by one key and one value
-    per token."""
+    absorbs each key-value pair, and each step's output y_t is read from it with phi(q_t);
+    softmax attention's cache instead grows by one key and one value per token."""
     xs = [90 + 124 * t for t in range(5)]
     state = ROLES["state"]
     d.label(24, 30, "linear attention: a state of fixed size", 13, anchor="start", weight="bold")
@@ -181,6 +181,9 @@ def ch09_linear_rnn(d: Diagram) -> None:
         # what the step adds
         d.math(x, 150, rf"\phi(\mathbf{{k}}_{t + 1})\mathbf{{v}}_{t + 1}^\top", 12, fill=state[2])
         d.arrow((x, 136), (x, 122), color=state[1], sw=1.2, head=6)  # an update of the state
+        # what the step puts out: the query reads the state
+        d.arrow((x + 36, 120), (x + 50, 136), color=O[1], sw=1.2, head=6)
+        d.math(x + 54, 150, rf"\mathbf{{y}}_{t + 1}", 13, fill=O[2])
     d.math(
         360,
         184,
