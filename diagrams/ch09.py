@@ -21,11 +21,11 @@ def _online_states(scores: list[float], block: int = 2) -> list[tuple[float, flo
     return states
 
 
-@diagram(720, 320)
+@diagram(720, 346)
 def ch09_online_softmax(d: Diagram) -> None:
     """The chapter's row of six scores read in blocks of two: the running maximum m and sum l
-    after each block; the sum is rescaled by e^(m - m') whenever the maximum grows, and the full
-    row is never stored."""
+    after each block, and attention's third running quantity, the weighted sum of values o; l and
+    o are rescaled by e^(m - m') whenever the maximum grows, and the full row is never stored."""
     cell = 34
     x0, y_s = 190, 62
     d.label(x0 - 14, y_s + 22, "scores", 12, anchor="end")
@@ -49,26 +49,32 @@ def ch09_online_softmax(d: Diagram) -> None:
         d.label(bx + cell, y_s - 14, f"block {b + 1}", 11, fill=MUTED)
         sx, sy = 60 + b * 220, 160  # the state after this block
         d.arrow((bx + cell, y_s + cell + 2), (sx + 65, sy - 2), color=LINE, sw=1.3)
-        d.rect(sx, sy, 130, 56, fill="#f7f7f7", stroke=INK, sw=1.3, rx=6)
+        d.rect(sx, sy, 130, 80, fill="#f7f7f7", stroke=INK, sw=1.3, rx=6)
         d.math(sx + 14, sy + 23, rf"m = {mb:.1f}", 14, anchor="start")
         d.math(sx + 14, sy + 45, rf"\ell = {lb:.4f}", 14, anchor="start")
+        # the weighted sum of the values seen so far, against the current maximum
+        d.math(sx + 10, sy + 68, r"\mathbf{o} = \sum_j e^{s_j - m} \mathbf{v}_j", 13, anchor="start", fill=O[2])
         if b:
             px = sx - 220 + 130
             d.arrow((px, sy + 28), (sx - 2, sy + 28), color=INK, sw=1.4)
             old = states[b - 1][0]
             d.math((px + sx) / 2, sy + 18, r"\times e^{m - m'}", 12)
             d.math((px + sx) / 2, sy + 48, rf"= e^{{{old - mb:.0f}}}".replace("-", "−"), 12)
-        note = "first block" if b == 0 else "a larger maximum: the old sum is rescaled"
-        d.label(sx + 65, sy + 76, note, 11, fill=MUTED, width=150)
-    d.math(160, 296, r"\exp(s_j - m) / \ell", 13, anchor="end")
+            d.arrow((px, sy + 62), (sx - 2, sy + 62), color=O[1], sw=1.4)
+            d.math((px + sx) / 2, sy + 78, r"\ell, \mathbf{o}", 12)
+        note = "first block" if b == 0 else "a larger maximum: ℓ and o are rescaled"
+        d.label(sx + 65, sy + 100, note, 11, fill=MUTED, width=150)
+    d.math(160, 310, r"\exp(s_j - m) / \ell", 13, anchor="end")
     d.label(
         168,
-        296,
+        310,
         "with the final m and ℓ: exactly the softmax of the whole row",
         11,
         anchor="start",
         fill=MUTED,
     )
+    d.math(160, 332, r"\mathbf{o} / \ell", 13, anchor="end", fill=O[2])
+    d.label(168, 332, "after the last block: the attention output", 11, anchor="start", fill=MUTED)
 
 
 @diagram(720, 250)
