@@ -53,7 +53,8 @@ def ch09_online_softmax(d: Diagram) -> None:
         d.math(sx + 14, sy + 23, rf"m = {mb:.1f}", 14, anchor="start")
         d.math(sx + 14, sy + 45, rf"\ell = {lb:.4f}", 14, anchor="start")
         # the weighted sum of the values seen so far, against the current maximum
-        d.math(sx + 10, sy + 68, r"\mathbf{o} = \sum_j e^{s_j - m} \mathbf{v}_j", 13, anchor="start", fill=O[2])
+        acc = r"\mathbf{o} = \sum_j e^{s_j - m} \mathbf{v}_j"
+        d.math(sx + 10, sy + 68, acc, 13, anchor="start", fill=O[2])
         if b:
             px = sx - 220 + 130
             d.arrow((px, sy + 28), (sx - 2, sy + 28), color=INK, sw=1.4)
