@@ -46,21 +46,21 @@ def ch03_scoring_pipeline(d: Diagram) -> None:
     # scores (signed, RdBu_r), softmax, weights (viridis)
     sx = 350
     w = _softmax(SCORES)
-    d.label(sx + cell / 2, 52, "scores", 12)
+    d.label(sx + cell / 2 + 2, 52, "scores", 12)
     for y, s, a in zip(ys, SCORES, w, strict=True):
         d.arrow((bx + bw, y + 12), (sx, y + 12), color=LINE)
-        d.cells(
+        d.cells(  # a little larger than the weights: a signed score has four characters
             sx,
-            y,
+            y - 2,
             1,
             "plain",
-            cell=cell,
+            cell=cell + 4,
             colours=[signed(s, 1.5)],
             values=[f"{s:+.1f}".replace("-", "−")],
             size=9,
             stroke="#555555",
         )
-        d.arrow((sx + cell, y + 12), (420, y + 12), color=LINE)
+        d.arrow((sx + cell + 4, y + 12), (420, y + 12), color=LINE)
         d.weights(500, y, [a], cell=cell, numbers=True, size=9)
         d.arrow((474, y + 12), (500, y + 12), color=LINE)
     d.box(420, ys[0] - 8, 54, ys[-1] - ys[0] + 40, "module", title="masked softmax", size=12, title_width=50)

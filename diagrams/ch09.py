@@ -154,7 +154,8 @@ def ch09_sliding_window(d: Diagram) -> None:
     d.label(lx + n * cell / 2, grid_bottom + 22, "144 scores computed, 33 used:", 12)
     d.math(lx + n * cell / 2, grid_bottom + 42, r"O(n^2d)", 13)
     d.label(rx + n * cell / 2, grid_bottom + 22, "64 scores computed, 33 used:", 12)
-    d.math(rx + n * cell / 2, grid_bottom + 42, r"O(n w d)", 13)
+    d.math(rx + n * cell / 2 - 4, grid_bottom + 42, r"O(nwd)", 13, anchor="end")
+    d.label(rx + n * cell / 2 + 2, grid_bottom + 42, "for n ≫ block size", 11, anchor="start", fill=MUTED)
     # the key
     ky = 328
     for kx, fill, text in (
