@@ -31,9 +31,10 @@ def ch01_pooling(d: Diagram) -> None:
     # the query (left) runs past every key
     d.math(56, y_score - 16, r"\mathbf{q}", 18, fill=ROLES["query"][2])
     d.cells(24, y_score - 8, 4, "query")
-    d.polyline([(90, y_score), (cols[-1] - 10, y_score)], stroke=ROLES["query"][1], sw=1.8)
-    for x in cols:
-        d.arrow((x - 40, y_score), (x - 11, y_score), color=ROLES["query"][1], sw=1.8)
+    start = 90
+    for x in cols:  # from circle to circle, never through the score's letter
+        d.arrow((start, y_score), (x - 11, y_score), color=ROLES["query"][1], sw=1.8)
+        start = x + 10
     d.box(cols[0] - 40, y_soft, cols[-1] - cols[0] + 80, 24, "module", title="softmax over the keys", size=13)
     # left: what each row is
     d.label(24, y_key + 2, "keys", 13, anchor="start", fill=ROLES["key"][2])
@@ -71,7 +72,8 @@ def _gradient(d: Diagram, x: float, y0: float, y1: float, flows: bool, x_back: f
     weights' row (y1)."""
     colour = ROLES["value"][2] if flows else RED
     d.arrow((x, y0), (x_back, y0), (x_back, y1), (x_back + 12, y1), color=colour, sw=1.4, dash="4 3", head=6)
-    if not flows:
+    if not flows:  # the cross breaks the line: the panel's colour behind it
+        d.rect(x_back - 8, (y0 + y1) / 2 - 9, 16, 19, fill="#fafafa", stroke="none", sw=0, rx=2)
         d.text(x_back, (y0 + y1) / 2 + 6, "✗", 17, fill=RED)
 
 
@@ -84,7 +86,7 @@ def ch01_soft_hard(d: Diagram) -> None:
         ("soft attention", r"\sum_i \alpha_i \mathbf{v}_i", "44.0", None, "gradient reaches every weight"),
         (
             "hard attention: argmax",
-            r"\mathbf{v}_2,\ 2 = \arg\max_i \alpha_i",
+            r"\mathbf{v}_{i*},\ i* = \arg\max_i \alpha_i",
             "30",
             1,
             "no gradient to the weights",

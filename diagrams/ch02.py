@@ -58,7 +58,8 @@ def ch02_nw_pooling(d: Diagram) -> None:
         stroke=ROLES["output"][1],
         sw=2,
     )
-    d.math(px + 12, py + 24, r"f(x)", 14, anchor="start", fill=ROLES["output"][2])
+    d.math(px - 6, py + 28, r"\hat{f}(x)", 14, anchor="end", fill=ROLES["output"][2])
+    d.math(X(4.75), Y(2.55), r"f(x)", 13, fill=MUTED)  # the dashed curve: the truth
     d.label(X(2.5), 24, "data, a query and its kernel", 13, weight="bold")
     # right: the same as attention pooling
     cell, gx = 26, 418
@@ -84,7 +85,7 @@ def ch02_nw_pooling(d: Diagram) -> None:
     fill, stroke, ink = ROLES["output"]
     d.rect(mid - 30, 290, 60, 22, fill=fill, stroke=stroke, sw=1.4, rx=3)
     d.text(mid, 306, f"{pred:.1f}", 12)  # the values have one decimal, so has their average
-    d.math(mid - 40, 306, r"f(x) = \sum_i \alpha(x, x_i)\, y_i", 14, anchor="end", fill=ink)
+    d.math(mid - 40, 306, r"\hat{f}(x) = \sum_i \alpha(x, x_i)\, y_i", 14, anchor="end", fill=ink)
     d.label(X(2.5), 326, f"query x = {QUERY}, width h = {WIDTH}", 12, fill=MUTED)
     d.viridis_key(622, 292, w=66)
 
@@ -125,10 +126,6 @@ def ch02_leave_one_out(d: Diagram) -> None:
         d.label(x0 + 150, top, title, 14, weight="bold")
         gx, gy = x0 + 70, top + 30
         d.matrix(gx, gy, M, cell=cell, limit=1.0, masked=None if own else {(j, j) for j in range(n)})
-        if not own:
-            for j in range(n):
-                cx, cy = gx + j * cell, gy + j * cell
-                d.polyline([(cx + 3, cy + cell - 3), (cx + cell - 3, cy + 3)], stroke="#8c8c8c", sw=1.2)
         d.label(gx + n * cell / 2, gy + n * cell + 18, "keys: training inputs", 12, fill=ROLES["key"][2])
         d.label(
             gx - 10,

@@ -46,21 +46,21 @@ def ch03_scoring_pipeline(d: Diagram) -> None:
     # scores (signed, RdBu_r), softmax, weights (viridis)
     sx = 350
     w = _softmax(SCORES)
-    d.label(sx + cell / 2, 52, "scores", 12)
+    d.label(sx + cell / 2 + 2, 52, "scores", 12)
     for y, s, a in zip(ys, SCORES, w, strict=True):
         d.arrow((bx + bw, y + 12), (sx, y + 12), color=LINE)
-        d.cells(
+        d.cells(  # a little larger than the weights: a signed score has four characters
             sx,
-            y,
+            y - 2,
             1,
             "plain",
-            cell=cell,
+            cell=cell + 4,
             colours=[signed(s, 1.5)],
-            values=[f"{s:+.1f}"],
+            values=[f"{s:+.1f}".replace("-", "−")],
             size=9,
             stroke="#555555",
         )
-        d.arrow((sx + cell, y + 12), (420, y + 12), color=LINE)
+        d.arrow((sx + cell + 4, y + 12), (420, y + 12), color=LINE)
         d.weights(500, y, [a], cell=cell, numbers=True, size=9)
         d.arrow((474, y + 12), (500, y + 12), color=LINE)
     d.box(420, ys[0] - 8, 54, ys[-1] - ys[0] + 40, "module", title="masked softmax", size=12, title_width=50)
@@ -74,16 +74,22 @@ def ch03_scoring_pipeline(d: Diagram) -> None:
         d.text(542, y + 17, "×", 14, kind="m")
         d.cells(vx, y + 4, 4, "value", cell=16)
         d.math(vx + 70, y + 17, rf"\mathbf{{v}}_{i}", 14, anchor="start", fill=ROLES["value"][2])
-    d.op(vx + 32, 298, "∑", r=13, size=16)
-    d.arrow((vx + 32, ys[-1] + 22), (vx + 32, 285), color=LINE)
-    d.arrow((vx + 45, 298), (622, 298), color=ROLES["output"][1], sw=1.8)
-    d.cells(626, 290, 4, "output", cell=16)
-    d.label(658, 282, "output", 12, fill=ROLES["output"][2])
+    sx_, sy_ = 682, (ys[0] + ys[-1]) / 2 + 12  # the sum, right of the values: one line from each
+    for y in ys:
+        end = (sx_ - 13 * 0.9, sy_ + (y + 12 - sy_) * 0.25)
+        d.arrow((vx + 96, y + 12), end, color=viridis(0.35), sw=1.3, head=6)
+    d.op(sx_, sy_, "∑", r=13, size=16)
+    d.arrow((sx_, sy_ + 13), (sx_, 256), color=ROLES["output"][1], sw=1.8)
+    d.cells(sx_ - 24, 258, 4, "output", cell=12)
+    d.label(sx_ - 6, 290, "output", 12, fill=ROLES["output"][2])
+    # the mask's input: the valid lengths
+    d.code(447, 30, "valid_lens", 11, fill=MUTED)
+    d.arrow((447, 34), (447, ys[0] - 8), color=LINE, sw=1.3, head=6)
     # the steps, named as attnlib names them
-    d.code(262, 312, "score", 12, fill=MUTED)
-    d.code(470, 322, "attend", 12, fill=MUTED)
+    d.code(262, 316, "score", 12, fill=MUTED)
+    d.code(560, 316, "attend", 12, fill=MUTED)
     d.brace(214, 300, 310, 300, depth=-5)
-    d.brace(420, 308, 620, 308, depth=-5)
+    d.brace(420, 300, 700, 300, depth=-5)
 
 
 @diagram(720, 300)
@@ -107,12 +113,11 @@ def ch03_masked_softmax(d: Diagram) -> None:
         "plain",
         cell=cell,
         colours=[signed(s, 2) for s in scores],
-        values=[f"{s:+.1f}" for s in scores],
+        values=[f"{s:+.1f}".replace("-", "−") for s in scores],
         size=10,
         stroke="#555555",
+        hatch=range(valid, 6),  # padding: grey, crossed out, its scores ignored
     )
-    for j in range(valid, 6):  # padding: drawn over in grey
-        d.rect(x_s + j * cell, y1, cell, cell, fill="#d9d9d9", stroke="#8c8c8c", sw=1, rx=1.5, opacity=0.75)
     d.box(x_s + 6 * cell + 16, y1 - 2, 84, cell + 4, "module", code="masked_softmax", size=10)
     d.arrow((x_s + 6 * cell + 2, y1 + cell / 2), (x_s + 6 * cell + 14, y1 + cell / 2), color=LINE)
     d.arrow((x_s + 6 * cell + 102, y1 + cell / 2), (x_w - 2, y1 + cell / 2), color=LINE)
@@ -123,20 +128,20 @@ def ch03_masked_softmax(d: Diagram) -> None:
         "plain",
         cell=cell,
         colours=[viridis(a) for a in w[:valid]] + ["#ffffff"] * 3,
-        values=[f"{a:.2f}" for a in w[:valid]] + ["0"] * 3,
+        values=[f"{a:.2f}".lstrip("0") for a in w[:valid]] + ["0"] * 3,
         size=10,
         stroke="#555555",
         hatch=None,
     )
     d.brace(x_s + valid * cell + 1, y1 + cell + 6, x_s + 6 * cell - 1, y1 + cell + 6, depth=-5)
-    d.label(x_s + 4.5 * cell, y1 + cell + 22, "padding", 12, fill=MUTED)
+    d.label(x_s + 4.5 * cell, y1 + cell + 22, "padding: ignored", 12, fill=MUTED)
     d.brace(x_s + 1, y1 + cell + 6, x_s + valid * cell - 1, y1 + cell + 6, depth=-5)
     d.label(x_s + 1.5 * cell, y1 + cell + 22, "valid keys", 12, fill=MUTED)
     d.label(x_w + 3 * cell, y1 + cell + 22, "the padding gets exactly 0", 12, fill=MUTED)
     # row 2: nothing valid, three answers
     y2 = 150
     d.label(20, y2 + 12, "valid length 0", 12, anchor="start")
-    d.cells(x_s, y2, 6, "plain", cell=cell, colours=["#d9d9d9"] * 6, values=[""] * 6, stroke="#8c8c8c")
+    d.cells(x_s, y2, 6, "plain", cell=cell, hatch=range(6))
     d.label(x_s + 3 * cell, y2 + cell + 18, "every key is padding", 12, fill=MUTED)
     answers = [
         ("attnlib", ["0"] * 6, ["#ffffff"] * 6, "zeros: no weight at all"),
@@ -204,7 +209,7 @@ def ch03_additive_vs_dot(d: Diagram) -> None:
     d.polyline([(400, 20), (400, 316)], stroke="#d9d9d9", sw=1)
     # scaled dot product (right)
     d.label(560, 26, "scaled dot-product attention", 14, weight="bold")
-    d.code(560, 44, "DotProductAttention", 11, fill=MUTED)
+    d.code(560, 44, "DotProductAttention.score", 11, fill=MUTED)
     d.math(430, 97, r"\mathbf{q}", 16, fill=ROLES["query"][2])
     d.cells(444, 85, 4, "query", cell=14)
     d.shape(472, 115, "(b, n, d)", 10)
@@ -231,3 +236,113 @@ def ch03_additive_vs_dot(d: Diagram) -> None:
         valign="middle",
     )
     d.math(560, 324, r"\mathbf{q}^\top \mathbf{k} / \sqrt{d}", 14)
+
+
+# Scaled dot-product attention in matrix form: three queries, four keys of size d = 2 (the last
+# one padding, valid length 3), values of size 2. Small numbers, so that a reader can redo them.
+QM = [[1.0, 0.5], [0.0, 1.0], [-1.0, 0.5]]
+KM = [[1.0, 0.0], [0.5, 1.0], [-1.0, 1.0], [0.0, -1.0]]
+VM = [[1.0, 0.0], [0.0, 1.0], [-1.0, 1.0], [2.0, 2.0]]
+VALID = 3
+
+
+def _grid(d: Diagram, x, y, rows, role="plain", colours=None, fmt=None, cell=30, hatch=(), size=10.5):
+    """A matrix as rows of cells; ``colours`` and the numbers ``rows`` row by row; ``hatch``
+    lists the masked columns (grey, crossed out)."""
+    for i, row in enumerate(rows):
+        d.cells(
+            x,
+            y + i * cell,
+            len(row),
+            role,
+            cell=cell,
+            colours=colours[i] if colours else None,
+            values=[fmt(v) for v in row] if fmt else None,
+            size=size,
+            stroke="#555555" if colours else None,
+            hatch=hatch,
+            sw=0.9,
+        )
+
+
+def _num(v: float) -> str:
+    return "0" if abs(v) < 0.05 else f"{v:.1f}".replace("-", "−")
+
+
+def _weight(v: float) -> str:
+    return "1" if v >= 0.995 else "0" if v == 0 else f"{v:.2f}".lstrip("0")
+
+
+@diagram(720, 400)
+def ch03_sdpa_matrix(d: Diagram) -> None:
+    """Scaled dot-product attention for all queries at once: Q K^T, divided by sqrt(d), masked
+    (valid length 3 of 4 keys), a softmax along each row, times V. Each product is drawn in the
+    row-times-column layout: the right factor above the result, the left one beside it."""
+    cell = 30
+    n, m, dk = len(QM), len(KM), len(QM[0])
+    S = [[sum(q[k] * key[k] for k in range(dk)) for key in KM] for q in QM]
+    scaled = [[s / math.sqrt(dk) for s in row] for row in S]
+    A = [_softmax(row[:VALID]) + [0.0] * (m - VALID) for row in scaled]
+    O = [[sum(a[j] * VM[j][c] for j in range(m)) for c in range(len(VM[0]))] for a in A]  # noqa: E741
+    y = 196  # the top of the row of n x ... results
+    qx, sx, mx, ax, ox = 34, 104, 294, 484, 642
+    # Q K^T: K^T above the scores, Q to their left
+    _grid(d, qx, y, QM, "query", fmt=_num)
+    _grid(d, sx, y - 12 - dk * cell, [[key[k] for key in KM] for k in range(dk)], "key", fmt=_num)
+    _grid(d, sx, y, S, colours=[[signed(v, 2.0) for v in row] for row in S], fmt=_num)
+    d.math(sx - 8, y - 12 - dk * cell / 2 + 5, r"\mathbf{K}^\top", 16, anchor="end", fill=ROLES["key"][2])
+    # one query row times one key column gives one score
+    d.rect(qx - 1.5, y - 1.5, dk * cell + 3, cell + 3, fill="none", stroke="#1a1a1a", sw=2, rx=2)
+    d.rect(sx - 1.5, y - 13.5 - dk * cell, cell + 3, dk * cell + 3, fill="none", stroke="#1a1a1a", sw=2, rx=2)
+    d.rect(sx - 1.5, y - 1.5, cell + 3, cell + 3, fill="none", stroke="#1a1a1a", sw=2, rx=2)
+    qk = r"\mathbf{q}_1^\top \mathbf{k}_1"
+    d.math(sx + m * cell + 8, y - 12 - dk * cell / 2 + 5, qk, 13, anchor="start")
+    # divided by sqrt(d), masked
+    d.arrow((sx + m * cell + 6, y + n * cell / 2), (mx - 6, y + n * cell / 2), color=LINE)
+    d.math((sx + m * cell + mx) / 2, y + n * cell / 2 - 8, r"/\sqrt{d}", 13)
+    d.label((sx + m * cell + mx) / 2, y + n * cell / 2 + 22, "mask", 12, fill=MUTED)
+    _grid(
+        d, mx, y, scaled, colours=[[signed(v, 2.0) for v in row] for row in scaled], fmt=_num,
+        hatch=range(VALID, m),
+    )
+    # softmax along each row
+    d.arrow((mx + m * cell + 6, y + n * cell / 2), (ax - 6, y + n * cell / 2), color=LINE)
+    d.math((mx + m * cell + ax) / 2, y + n * cell / 2 - 8, r"\mathrm{softmax}", 12)
+    d.label((mx + m * cell + ax) / 2, y + n * cell / 2 + 22, "each row", 12, fill=MUTED)
+    _grid(
+        d, ax, y, A,
+        colours=[[viridis(a) if j < VALID else "#ffffff" for j, a in enumerate(row)] for row in A],
+        fmt=_weight,
+    )
+    # times V: V above the output, the weights to its left
+    _grid(d, ox, y - 12 - m * cell, VM, "value", fmt=_num)
+    d.math(ox - 8, y - 12 - m * cell / 2 + 5, r"\mathbf{V}", 16, anchor="end", fill=ROLES["value"][2])
+    d.arrow((ax + m * cell + 4, y + n * cell / 2), (ox - 4, y + n * cell / 2), color=LINE, head=6)
+    _grid(d, ox, y, O, "output", fmt=_num)
+    # what each matrix is, and its shape (b: the batch, as attnlib's tensors have)
+    under = y + n * cell + 24
+    for x, w, tex, shape, role in (
+        (qx, dk, r"\mathbf{Q}", "(b, n, d)", "query"),
+        (sx, m, r"\mathbf{Q}\mathbf{K}^\top", "(b, n, m)", None),
+        (mx, m, r"\mathbf{Q}\mathbf{K}^\top / \sqrt{d}", "(b, n, m)", None),
+        (ax, m, r"\mathbf{A}", "(b, n, m)", None),
+        (ox, len(VM[0]), r"\mathbf{A}\mathbf{V}", "(b, n, d_v)", "output"),
+    ):
+        d.math(x + w * cell / 2, under, tex, 14, fill=ROLES[role][2] if role else "#1a1a1a")
+        d.shape(x + w * cell / 2, under + 18, shape, 11)
+    d.shape(sx + m * cell + 8, y - 12 - dk * cell / 2 + 22, "(b, d, m)", 11, anchor="start")
+    d.shape(ox - 8, y - 12 - m * cell / 2 + 24, "(b, m, d_v)", 11, anchor="end")
+    d.label(mx + m * cell / 2, under + 44, "scores", 12, fill=MUTED)
+    d.label(ax + m * cell / 2, under + 44, "attention weights", 12, fill=MUTED)
+    d.label(ox + cell, under + 44, "output", 12, fill=ROLES["output"][2])
+    d.label(24, 28, "scaled dot-product attention, all queries at once", 14, anchor="start", weight="bold")
+    d.math(24, 56, r"\mathrm{softmax}(\mathbf{Q}\mathbf{K}^\top / \sqrt{d})\, \mathbf{V}", 15, anchor="start")
+    d.label(
+        24,
+        382,
+        "n = 3 queries, m = 4 keys (the last one padding: valid length 3), d = 2; "
+        "the outlined row and column give the outlined score",
+        11,
+        anchor="start",
+        fill=MUTED,
+    )

@@ -59,17 +59,17 @@ def ch04_bahdanau_step(d: Diagram) -> None:
                    stroke=v[1], sw=1.4)
         _key_value(d, x, y_h)
         d.math(x - 22, y_h + 19, rf"\mathbf{{h}}_{i + 1}", 13, anchor="end")
-        d.arrow((x, y_h), (x, y_e + 12), color=k[1])
+        d.arrow((x, y_h), (x, y_e + 15), color=k[1])
     # the query reaches every score from the right
     d.polyline([(684, 150), (704, 150), (704, y_e), (cols[0] + 13, y_e)], stroke=q[1], sw=1.8)
     for x, i in zip(cols, range(4), strict=True):
-        d.arrow((x + 40, y_e), (x + 14, y_e), color=q[1], sw=1.8)
-        d.cells(x - 12, y_e - 12, 1, cell=24, colours=[signed(SCORES[i], 2.0)],
-                values=[f"{SCORES[i]:+.1f}".replace("-", "−")], size=9, stroke="#555555", sw=0.8)
-        d.arrow((x, y_e - 12), (x, y_soft + 9), color=LINE, sw=1.3, head=6)
+        d.arrow((x + 40, y_e), (x + 16, y_e), color=q[1], sw=1.8)
+        d.cells(x - 15, y_e - 15, 1, cell=30, colours=[signed(SCORES[i], 2.0)],
+                values=[f"{SCORES[i]:+.1f}".replace("-", "−")], size=10, stroke="#555555", sw=0.8)
+        d.arrow((x, y_e - 15), (x, y_soft + 9), color=LINE, sw=1.3, head=6)
         d.arrow((x, y_soft - 9), (x, y_w + 24), color=LINE, sw=1.3, head=6)
         d.weights(x - 12, y_w, [ALPHA[i]], cell=24, numbers=True, size=9)
-        d.text(x + 23, y_w + 17, "×", 12, kind="m")
+        d.op(x + 23, y_w + 12, "×", r=7, size=11)  # the weight times the value, on the value's line
     d.math(cols[0] - 18, y_e + 5, r"e_{t,i}", 13, anchor="end")
     d.math(cols[0] - 18, y_w + 17, r"\alpha_{t,i}", 13, anchor="end")
     d.box(40, y_soft - 9, 370, 18, "module", title="masked softmax over the source positions", size=11)
@@ -105,6 +105,8 @@ def ch04_bahdanau_step(d: Diagram) -> None:
     d.rect(36, 90, 16, 6, fill=k[0], stroke=k[1], sw=1, rx=1)
     d.rect(36, 96, 16, 6, fill=v[0], stroke=v[1], sw=1, rx=1)
     d.label(60, 101, "keys and values: the encoder outputs", 12, anchor="start")
+    d.op(44, 120, "‖", r=8, size=11)
+    d.label(60, 125, "concatenation", 12, anchor="start")
     # the new state and the prediction
     d.arrow((dx, 136), (dx, 118), color=LINE)
     d.rect(dx - 30, 94, 60, 24, fill=st[0], stroke=st[1], sw=1.4, rx=3)

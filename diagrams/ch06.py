@@ -34,7 +34,7 @@ def ch06_cnn_rnn_sa(d: Diagram) -> None:
     specs = [
         ("CNN (kernel 3)", [r"\mathrm{O}(knd^2)", r"\mathrm{O}(1)", r"\mathrm{O}(n/k)"]),
         ("RNN", [r"\mathrm{O}(nd^2)", r"\mathrm{O}(n)", r"\mathrm{O}(n)"]),
-        ("self-attention", [r"\mathrm{O}(n^2 d)", r"\mathrm{O}(1)", r"\mathrm{O}(1)"]),
+        ("self-attention", [r"\mathrm{O}(n^2d)", r"\mathrm{O}(1)", r"\mathrm{O}(1)"]),
     ]
     y_in, y_out = 204, 76
     for p, (title, texs) in enumerate(specs):
@@ -118,6 +118,10 @@ def ch06_positional_add(d: Diagram) -> None:
         if x == 56:
             d.label(x - 8, y + n * cell / 2 + 4, "position", 11, anchor="end", fill=MUTED)
         d.label(x + dim * cell / 2, y + n * cell + 16, "feature", 11, fill=MUTED)
+    d.label(  # what attnlib's _embed does before adding P
+        56 + dim * cell / 2, y + n * cell + 34, "in the Transformer, X is the embeddings times √d", 11,
+        fill=MUTED, width=190,
+    )
     d.text(246, y + n * cell / 2 + 8, "+", 24, kind="m")
     d.text(476, y + n * cell / 2 + 8, "=", 24, kind="m")
     d.code(286 + dim * cell / 2, y + n * cell + 34, "PositionalEncoding", 11, fill=MUTED)
@@ -132,11 +136,11 @@ def ch06_positional_add(d: Diagram) -> None:
     )
 
 
-@diagram(720, 310)
+@diagram(720, 372)
 def ch06_rope(d: Diagram) -> None:
     """Absolute positions are added to the input; RoPE rotates each feature pair of a query and a
-    key by its position, so their dot product depends on the contents and, of the positions, only
-    on the offset m - n."""
+    key by its position, after the projections (inside each head of MultiHeadAttention), so their
+    dot product depends on the contents and, of the positions, only on the offset m - n."""
     q, k = ROLES["query"], ROLES["key"]
     # absolute (left): the position is added before the projections
     d.label(180, 30, "absolute: added to the input", 14, weight="bold")
@@ -191,8 +195,24 @@ def ch06_rope(d: Diagram) -> None:
         d.math(tx, ty + 6, after, 14, fill=role[2])
         arc = [at(start + turn * t / 16, 62 if role is q else 44) for t in range(17)]
         d.polyline(arc, stroke=role[1], sw=1.2)
-        mx, my = at(start + turn / 2, 76 if role is q else 58)
-        d.math(mx + 2, my + 5, turn_tex, 12, anchor="start", fill=role[2])
+        if role is q:  # inside its arc, clear of the circle
+            mx, my = at(start + turn / 2, 42)
+            d.math(mx, my + 5, turn_tex, 12, fill=role[2])
+        else:
+            mx, my = at(start + turn / 2, 58)
+            d.math(mx + 2, my + 5, turn_tex, 12, anchor="start", fill=role[2])
+    # where the rotation happens: after the projection, inside each head; values are not rotated
+    ry = 322
+    d.cells(392, ry, 4, "plain", cell=12)
+    d.math(416, ry - 6, r"\mathbf{x}_m", 13)
+    d.arrow((442, ry + 6), (458, ry + 6), color=LINE, head=6)
+    d.box(460, ry - 7, 40, 26, "module", tex=r"\mathbf{W}_q", size=11)
+    d.arrow((500, ry + 6), (516, ry + 6), color=q[1], head=6)
+    d.box(518, ry - 7, 76, 26, "module", tex=r"R(m\theta_j)", size=11)
+    d.arrow((594, ry + 6), (610, ry + 6), color=q[1], head=6)
+    d.cells(612, ry, 3, "query", cell=12)
+    d.math(660, ry + 11, r"\tilde{\mathbf{q}}_m", 13, anchor="start", fill=q[2])
+    d.label(540, ry + 38, "the same for a key at n; the values are not rotated", 11, fill=MUTED)
     d.label(
         540,
         284,

@@ -32,22 +32,25 @@ def _addnorm(d: Diagram, x: float, w: float, y: float, y_from: float, x_from: fl
     d.arrow((x + 10, y + 11), (x + 30, y + 11), color=LINE, sw=1.2, head=6)
 
 
-@diagram(720, 610)
+@diagram(720, 640)
 def ch07_transformer(d: Diagram) -> None:
-    """The encoder-decoder Transformer as attnlib builds it: post-LN blocks (AddNorm after each
-    sublayer), two of each; the encoder's output is the keys and values of every decoder block's
-    second attention."""
+    """The encoder-decoder Transformer as attnlib builds it: token embeddings scaled by sqrt(d),
+    positions added (``_embed``), post-LN blocks (AddNorm after each sublayer), two of each; the
+    encoder's output is the keys and values of every decoder block's second attention."""
     ex, dx, w = 140, 396, 190  # the two columns
     ecx, dcx = ex + w / 2, dx + w / 2
     d.rect(ex - 6, 258, w + 12, 232, fill="#f7f7f7", stroke="#8c8c8c", sw=1.2, rx=8, dash="5 3")
     d.rect(dx - 6, 150, w + 12, 340, fill="#f7f7f7", stroke="#8c8c8c", sw=1.2, rx=8, dash="5 3")
-    # inputs
-    _tokens(d, ecx, 576, ["the", "cat", "sleeps", "."])
-    _tokens(d, dcx, 576, ["<bos>", "le", "chat", "dort"])
-    for cx, pe_x in ((ecx, 12), (dcx, dx + w + 10)):
-        d.arrow((cx, 574), (cx, 552), color=LINE)
-        d.box(cx - 55, 528, 110, 24, "module", code="embedding", size=10)
-        d.arrow((cx, 528), (cx, 518), color=LINE)
+    # inputs: embedding(X) * sqrt(d), then PositionalEncoding adds the positions' rows
+    _tokens(d, ecx, 606, ["the", "cat", "sleeps", "."])
+    _tokens(d, dcx, 606, ["<bos>", "le", "chat", "dort"])
+    for cx, pe_x, side in ((ecx, 12, 1), (dcx, dx + w + 10, -1)):
+        d.arrow((cx, 604), (cx, 584), color=LINE)
+        d.box(cx - 55, 560, 110, 24, "module", code="embedding", size=10)
+        d.arrow((cx, 560), (cx, 547), color=LINE)
+        d.op(cx, 538, "×", r=9, size=13)
+        d.math(cx + side * 14, 543, r"\sqrt{d}", 13, anchor="start" if side > 0 else "end")
+        d.arrow((cx, 529), (cx, 518), color=LINE)
         d.op(cx, 508, "+", r=9, size=13)
         d.box(pe_x, 496, 116, 24, "module", code="PositionalEncoding", size=9)
         if pe_x < cx:
@@ -65,16 +68,19 @@ def ch07_transformer(d: Diagram) -> None:
     d.box(ex + 15, 318, w - 30, 28, "module", code="PositionWiseFFN", size=11)
     d.arrow((ecx, 318), (ecx, 302), color=LINE)
     _addnorm(d, ex, w, 280, 372)
-    # the encoder's output: keys and values of the decoder's second attention
-    d.polyline([(ecx, 280), (ecx, 236), (366, 236), (366, 370), (dcx - 55, 370)], stroke=INK, sw=1.6)
+    # the encoder's output, from the last block's side: keys and values of the decoder's second
+    # attention, in every decoder block
+    ox = ex + w - 8  # clear of the block label above
+    route = [(ex + w - 30, 291), (ox, 291), (ox, 236), (366, 236), (366, 370), (dcx - 55, 370)]
+    d.polyline(route, stroke=INK, sw=1.6)
     d.arrow((dcx - 55, 370), (dcx - 55, 346), color=K[1], sw=1.5, head=6)
     d.polyline([(dcx - 55, 370), (dcx - 25, 370)], stroke=INK, sw=1.6)
     d.arrow((dcx - 25, 370), (dcx - 25, 346), color=V[1], sw=1.5, head=6)
     d.math(dcx - 51, 364, r"\mathbf{k}", 11, anchor="start", fill=K[2])
     d.math(dcx - 21, 364, r"\mathbf{v}", 11, anchor="start", fill=V[2])
-    d.label(300, 228, "keys and values from the encoder", 11, fill=MUTED)
+    d.label(362, 228, "keys and values from the encoder", 11, anchor="end", fill=MUTED)
     # decoder block
-    d.code(dx - 6, 142, "TransformerDecoderBlock × 2", 11, anchor="start")
+    d.code(dcx + 10, 142, "TransformerDecoderBlock × 2", 11, anchor="start")
     d.arrow((dcx, 499), (dcx, 490), color=LINE)
     _qkv(d, dcx, 490, 458)
     d.box(dx + 15, 430, w - 30, 28, "module", code="MultiHeadAttention", size=11)
@@ -98,7 +104,8 @@ def ch07_transformer(d: Diagram) -> None:
     _tokens(d, dcx, 54, ["le", "chat", "dort", "."], role="output")
     d.label(dcx, 40, "next-word scores at every position", 11, fill=MUTED)
     d.label(ecx, 44, "post-LN, as built:", 12, weight="bold")
-    d.math(ecx, 68, r"\mathrm{LayerNorm}(\mathbf{X} + \mathrm{sublayer}(\mathbf{X}))", 13)
+    sub = d._("sublayer")
+    d.math(ecx, 68, rf"\mathrm{{LayerNorm}}(\mathbf{{X}} + \mathrm{{{sub}}}(\mathbf{{X}}))", 13)
     d.label(ecx, 92, "(AddNorm after every sublayer)", 11, fill=MUTED)
 
 
@@ -134,7 +141,8 @@ def _ln_row(d: Diagram, y: float, title: str, code: str, order: list[str], formu
     # the residual: from X round to the addition
     d.polyline([(54, y + 15), (54, y + 48), (boxes["+"], y + 48)], stroke=LINE, sw=1.3)
     d.arrow((boxes["+"], y + 48), (boxes["+"], y + 26), color=LINE, sw=1.3, head=6)
-    d.math(460, y + 74, formula, 14)
+    sub = d._("sublayer")  # the word the box shows, in the formula too
+    d.math(460, y + 74, formula.replace(r"\mathrm{sublayer}", rf"\mathrm{{{sub}}}"), 14)
 
 
 @diagram(720, 300)
@@ -166,27 +174,32 @@ def ch07_post_pre_ln(d: Diagram) -> None:
     )
 
 
-@diagram(720, 330)
+@diagram(720, 372)
 def ch07_kv_cache(d: Diagram) -> None:
-    """One decoding step with a key/value cache: only the new token is projected; its key and
-    value are appended, and its query attends over every position so far."""
+    """One decoding step of one attention layer with a key/value cache: only the new token's
+    input x_t is projected (W_q, W_k, W_v, as in MultiHeadAttention.forward); its projected key
+    and value are appended to the cache, and its query attends over every position so far."""
     t = 5
-    # the new token and its projections
+    # the new token's input and its three projections
     d.label(24, 32, "step t: the newest token only", 13, anchor="start", weight="bold")
-    d.rect(66, 272, 60, 22, fill="#ffffff", stroke="#808080", sw=1.1, rx=3)
-    d.code(96, 287, "chat", 11)
-    d.math(96, 314, r"y_{t-1}", 13)
-    d.arrow((96, 272), (96, 250), color=LINE)
-    d.box(46, 226, 100, 24, "module", code="embedding", size=10)
+    d.rect(24, 300, 60, 22, fill="#ffffff", stroke="#808080", sw=1.1, rx=3)
+    d.code(54, 315, "chat", 11)
+    d.math(90, 316, r"y_{t-1}", 13, anchor="start")
+    d.arrow((54, 300), (54, 284), color=LINE)
+    d.box(14, 260, 80, 24, "module", code="embedding", size=10)
+    d.arrow((54, 260), (54, 240), color=LINE)
+    d.cells(28, 226, 4, cell=13)
+    d.math(86, 237, r"\mathbf{x}_t", 13, anchor="start")
+    d.polyline([(54, 226), (54, 214), (104, 214), (104, 78)], stroke=LINE, sw=1.3)
     for k, (role, tex, name) in enumerate(
         ((Q, r"\mathbf{q}_t", "q"), (K, r"\mathbf{k}_t", "k"), (V, r"\mathbf{v}_t", "v"))
     ):
-        y = 72 + k * 52
-        d.cells(150, y, 4, {"q": "query", "k": "key", "v": "value"}[name], cell=13)
-        d.math(212, y + 11, tex, 13, anchor="start", fill=role[2])
-    d.polyline([(96, 226), (96, 214), (130, 214), (130, 78)], stroke=LINE, sw=1.3)
-    for k, role in enumerate((Q, K, V)):
-        d.arrow((130, 78 + k * 52), (148, 78 + k * 52), color=role[1], sw=1.3, head=6)
+        y = 78 + k * 52  # the middle of the row
+        d.arrow((104, y), (116, y), color=LINE, sw=1.3, head=6)
+        d.box(116, y - 11, 40, 22, "module", code=f"W_{name}", size=10)
+        d.arrow((156, y), (170, y), color=role[1], sw=1.3, head=6)
+        d.cells(170, y - 6.5, 4, {"q": "query", "k": "key", "v": "value"}[name], cell=13)
+        d.math(226, y + 5, tex, 13, anchor="start", fill=role[2])
     # the cache
     cx0, cell = 300, 14
     d.label(cx0 + 40, 32, "the cache (KVCache)", 13, weight="bold")
@@ -207,15 +220,16 @@ def ch07_kv_cache(d: Diagram) -> None:
         d.math(cx0 - 8, y0 + 2 * cell, tex, 14, anchor="end", fill=role[2])
         d.label(cx0 + 4 * cell + 8, y0 + (t - 1) * cell + 11, "appended", 11, anchor="start", fill=role[2])
         d.label(cx0 + 4 * cell + 8, y0 + 11, "kept from earlier steps", 11, anchor="start", fill=MUTED)
-    d.arrow((240, 130), (cx0 - 4, 60 + (t - 0.5) * cell), color=K[1], sw=1.3, head=6)
-    d.arrow((240, 182), (cx0 - 4, 170 + (t - 0.5) * cell), color=V[1], sw=1.3, head=6)
+    d.shape(cx0 + 28, 156, "(t, d)", 10)
+    d.arrow((252, 130), (cx0 - 4, 60 + (t - 0.5) * cell), color=K[1], sw=1.3, head=6)
+    d.arrow((252, 182), (cx0 - 4, 170 + (t - 0.5) * cell), color=V[1], sw=1.3, head=6)
     # attention of the new query over all t positions
     ax = 540
     d.label(ax + 60, 32, "the new query attends to all", 13, weight="bold")
     ws = [0.06, 0.10, 0.52, 0.22, 0.10]
     d.weights(ax, 112, ws, cell=24, numbers=True, size=9)
-    d.math(ax + 60, 102, r"\mathrm{softmax}(\mathbf{q}_t^\top \mathbf{K} / \sqrt{d_k})", 12)
-    d.polyline([(244, 78), (262, 78), (262, 46), (520, 46), (520, 118)], stroke=Q[1], sw=1.3)
+    d.math(ax + 60, 102, r"\mathrm{softmax}(\mathbf{q}_t^\top \mathbf{K}^\top / \sqrt{d_k})", 12)
+    d.polyline([(254, 78), (266, 78), (266, 46), (520, 46), (520, 118)], stroke=Q[1], sw=1.3)
     d.arrow((520, 118), (ax - 2, 118), color=Q[1], sw=1.3, head=6)
     # every cached key, the new one included, enters the scores
     d.polyline([(cx0 + 4 * cell, 95), (505, 95), (505, 130)], stroke=K[1], sw=1.3)
@@ -234,9 +248,19 @@ def ch07_kv_cache(d: Diagram) -> None:
         fill=MUTED,
         width=200,
     )
+    d.label(
+        24,
+        346,
+        "every attention layer keeps its own cache; above the first block, the new position's input "
+        "is the output of the block below, not the embedding",
+        11,
+        fill=MUTED,
+        width=470,
+        anchor="start",
+    )
 
 
-@diagram(720, 300)
+@diagram(720, 320)
 def ch07_beam_search(d: Diagram) -> None:
     """Beam search with k = 2: at every step each kept prefix is extended by every word, and the
     k best total log-probabilities are kept."""
@@ -279,21 +303,28 @@ def ch07_beam_search(d: Diagram) -> None:
         )
         d.code(cols[c], y + 4, word, 11, fill=INK if kept else MUTED)
         if c:
-            d.text(
-                cols[c] + 38,
-                y + 16,
+            d.text(  # under the node, where no edge runs
+                cols[c],
+                y + 25,
                 f"{score:.1f}".replace("-", "−"),
                 10,
-                anchor="start",
                 fill=INK if kept else MUTED,
             )
     for k, label in enumerate(["", "step 1", "step 2", "step 3"]):
         if label:
-            d.label(cols[k], 270, label, 12, fill=MUTED)
+            d.label(cols[k], 276, label, 12, fill=MUTED)
     d.label(
         360,
         292,
         "kept (k = 2): the two prefixes with the best total log-probability; dashed: dropped",
+        11,
+        fill=MUTED,
+    )
+    d.label(
+        360,
+        310,
+        "a prefix that ends in <eos> is set aside as finished; the finished ones are ranked by "
+        "log P / length penalty (α = 0.6)",
         11,
         fill=MUTED,
     )

@@ -20,44 +20,52 @@ def _sublayer(d: Diagram, x: float, y: float, w: float, name: str, code: str) ->
     del name
 
 
-@diagram(720, 500)
+@diagram(720, 560)
 def ch08_decoder_only_lm(d: Diagram) -> None:
     """DecoderOnlyLM: characters in, the next character's probabilities out, each position seeing
-    only itself and the positions before it."""
+    only itself and the positions before it. The input is attnlib's ``_embed``: the characters'
+    embeddings times sqrt(d), to which ``pos_embedding`` adds the learned rows of positions
+    0, 1, ... (continuing from the cache's length when decoding)."""
     x, w = 250, 200  # the column of the model
     cx = x + w / 2
     step = 44
-    left = cx - step * (len(TEXT) - 1) / 2
+    n = len(TEXT)
+    left = cx - step * (n - 1) / 2
     for i, tok in enumerate(TEXT):  # inputs at the bottom, the targets (shifted by one) on top
         tx = left + i * step
-        d.rect(tx - 19, 466, 38, 22, fill=ROLES["plain"][0], stroke=ROLES["plain"][1], sw=1.2, rx=3)
-        d.code(tx, 481, tok, 11)
+        d.rect(tx - 19, 526, 38, 22, fill=ROLES["plain"][0], stroke=ROLES["plain"][1], sw=1.2, rx=3)
+        d.code(tx, 541, tok, 11)
         d.rect(tx - 19, 14, 38, 22, fill=ROLES["output"][0], stroke=ROLES["output"][1], sw=1.2, rx=3)
         d.code(tx, 29, (TEXT[1:] + ["."])[i], 11)
-    d.label(left - 30, 481, "characters", 12, anchor="end", fill=MUTED)
+    d.label(left - 30, 541, "characters", 12, anchor="end", fill=MUTED)
     d.label(left - 30, 29, "next character", 12, anchor="end", fill=ROLES["output"][2])
-    # embedding: tokens plus learned positions
-    d.polyline([(cx, 464), (cx, 456), (cx - 50, 456), (cx - 50, 450)], stroke=LINE, sw=1.4)
-    d.polyline([(cx, 456), (cx + 50, 456), (cx + 50, 450)], stroke=LINE, sw=1.4)
-    d.box(x, 420, w / 2 - 12, 30, "module", code="embedding", size=11)
-    d.box(x + w / 2 + 12, 420, w / 2 - 12, 30, "module", code="pos_embedding", size=10)
-    d.op(cx, 402, "+", r=9, size=13)
-    d.arrow((cx - 50, 420), (cx - 50, 402), (cx - 10, 402), color=LINE)
-    d.arrow((cx + 50, 420), (cx + 50, 402), (cx + 10, 402), color=LINE)
-    d.shape(x - 20, 406, "(batch, steps, 64)", 10, anchor="end")
+    # the input: embedding(X) * sqrt(d), then pos_embedding adds the rows of positions 0 ... 6
+    d.arrow((cx, 524), (cx, 506), color=LINE)
+    d.box(x + 30, 482, w - 60, 24, "module", code="embedding", size=11)
+    d.arrow((cx, 482), (cx, 467), color=LINE)
+    d.op(cx, 458, "×", r=9, size=13)
+    d.math(cx - 14, 463, r"\sqrt{d}", 13, anchor="end")
+    d.arrow((cx, 449), (cx, 436), color=LINE)
+    d.box(x + 30, 410, w - 60, 26, "module", code="pos_embedding", size=11)
+    px = x + w + 24  # the positions, a learned row each, enter from the side
+    d.cells(px, 416, n, cell=14, values=[str(i) for i in range(n)], size=9)
+    d.arrow((px - 2, 423), (x + w - 30, 423), color=LINE, head=6)
+    d.label(px + n * 7, 448, "positions 0 … 6", 11, fill=MUTED)
+    d.label(px + n * 7, 462, "(learned vectors, added)", 11, fill=MUTED)
+    d.shape(x - 20, 404, "(batch, steps, 64)", 10, anchor="end")
     # the block (pre-LN), twice
     d.rect(x - 14, 160, w + 28, 232, fill="#f7f7f7", stroke="#8c8c8c", sw=1.2, rx=8, dash="5 3")
     d.code(x - 14, 154, "CausalBlock", 12, anchor="start")
     d.label(x + w + 22, 176, "× 2 blocks", 12, anchor="start", fill=MUTED)
-    d.arrow((cx, 393), (cx, 384), color=LINE)
+    d.arrow((cx, 410), (cx, 384), color=LINE)
     _sublayer(d, x, 380, w, "attention", "MultiHeadAttention")
     _sublayer(d, x, 274, w, "ffn", "PositionWiseFFN")
-    mx, my, cell = x + w + 60, 270, 11  # the causal mask beside the attention
-    M = [[1.0 if j <= i else 0.0 for j in range(6)] for i in range(6)]
-    d.matrix(mx, my, M, cell=cell, limit=1.0)
-    d.arrow((mx - 4, my + 40), (x + w - 22, 328), color=MUTED, sw=1.1, head=6)
-    d.label(mx + 3 * cell, my + 6 * cell + 16, "causal mask: position t", 11, fill=MUTED)
-    d.label(mx + 3 * cell, my + 6 * cell + 30, "sees positions 0 … t", 11, fill=MUTED)
+    mx, my, cell = x + w + 60, 236, 11  # the causal mask beside the attention: row t sees 0 ... t
+    M = [[1.0] * n for _ in range(n)]
+    d.matrix(mx, my, M, cell=cell, limit=1.0, masked={(i, j) for i in range(n) for j in range(n) if j > i})
+    d.arrow((mx - 4, my + 3.5 * cell + 30), (x + w - 22, 328), color=MUTED, sw=1.1, head=6)
+    d.label(mx + n * cell / 2, my + n * cell + 16, "causal mask: position t", 11, fill=MUTED)
+    d.label(mx + n * cell / 2, my + n * cell + 30, "sees positions 0 … t", 11, fill=MUTED)
     # the head
     d.box(x + 24, 88, w - 48, 22, "module", code="ln", size=11)
     d.box(x + 24, 52, w - 48, 24, "module", code="dense", size=11)
@@ -80,17 +88,19 @@ def ch08_vit(d: Diagram) -> None:
         g = round(255 * (1 - 0.85 * v))
         return f"#{g:02x}{g:02x}{g:02x}"
 
-    px, gx, gy = 12, 28, 56
+    px, gx, gy, gap = 12, 24, 56, 3  # the digit, cut into its 2x2 patches by white gaps
     for i in range(8):
         for j in range(8):
-            d.rect(gx + j * px, gy + i * px, px, px, fill=grey(ink[i][j]), stroke="#dddddd", sw=0.4, rx=0)
-    for k in range(5):  # the 2x2 patch grid
-        d.polyline([(gx + 2 * k * px, gy), (gx + 2 * k * px, gy + 8 * px)], stroke="#d55e00", sw=1.2)
-        d.polyline([(gx, gy + 2 * k * px), (gx + 8 * px, gy + 2 * k * px)], stroke="#d55e00", sw=1.2)
-    d.label(gx + 4 * px, gy - 26, "8×8 digit, 2×2 patches", 12, width=110)
+            x, y = gx + j * px + (j // 2) * gap, gy + i * px + (i // 2) * gap
+            d.rect(x, y, px, px, fill=grey(ink[i][j]), stroke="#dddddd", sw=0.4, rx=0)
+    for a in range(4):  # each patch outlined in grey
+        for b in range(4):
+            x, y = gx + b * (2 * px + gap), gy + a * (2 * px + gap)
+            d.rect(x, y, 2 * px, 2 * px, fill="none", stroke="#808080", sw=0.9, rx=0)
+    d.label(gx + 4 * px + 4, gy - 26, "8×8 digit, 2×2 patches", 12, width=110)
     x0, step, tile = 170, 22, 7  # the sequence: patch p at x0 + p * step (token 0 is <cls>)
     # from the digit's first row of patches to the first patch of the sequence, at its height
-    d.arrow((gx + 8 * px + 8, 60 + tile), (x0 + step - 6, 60 + tile), color=LINE)
+    d.arrow((gx + 8 * px + 3 * gap + 6, 60 + tile), (x0 + step - 6, 60 + tile), color=LINE)
     for p in range(16):
         r, c = divmod(p, 4)
         x = x0 + (p + 1) * step
@@ -192,12 +202,9 @@ def ch08_snail(d: Diagram) -> None:
     for name, ch, grow in layers:
         w = 1.9 * ch
         d.code(x0 + 118, y - 7, name, 11, anchor="end")
-        bar_fill = (
-            ROLES["value"][0] if "Attention" in name else ROLES["state"][0] if "TC" in name else "#eeeeee"
-        )
-        bar_stroke = (
-            ROLES["value"][1] if "Attention" in name else ROLES["state"][1] if "TC" in name else "#808080"
-        )
+        # block types in greys (the role colours mean queries, keys, values, outputs, states)
+        bar_fill = "#bdbdbd" if "Attention" in name else "#e0e0e0" if "TC" in name else "#f5f5f5"
+        bar_stroke = "#4d4d4d" if "Attention" in name else "#808080"
         d.rect(x0 + 126, y - 20, w * 0.85, 16, fill=bar_fill, stroke=bar_stroke, sw=1.1, rx=2)
         d.text(
             x0 + 126 + w * 0.85 + 6,

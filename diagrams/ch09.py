@@ -3,7 +3,7 @@
 import math
 
 from . import diagram
-from .draw import INK, LINE, MUTED, ROLES, Diagram, _f, signed
+from .draw import INK, LINE, MASK_SLASH, MUTED, ROLES, Diagram, _f, signed
 
 Q, K, V, O = ROLES["query"], ROLES["key"], ROLES["value"], ROLES["output"]  # noqa: E741
 SCORES = [2.0, 1.0, 5.0, 3.0, 9.0, 0.5]  # the chapter's row of six scores, read two at a time
@@ -21,11 +21,11 @@ def _online_states(scores: list[float], block: int = 2) -> list[tuple[float, flo
     return states
 
 
-@diagram(720, 320)
+@diagram(720, 346)
 def ch09_online_softmax(d: Diagram) -> None:
     """The chapter's row of six scores read in blocks of two: the running maximum m and sum l
-    after each block; the sum is rescaled by e^(m - m') whenever the maximum grows, and the full
-    row is never stored."""
+    after each block, and attention's third running quantity, the weighted sum of values o; l and
+    o are rescaled by e^(m - m') whenever the maximum grows, and the full row is never stored."""
     cell = 34
     x0, y_s = 190, 62
     d.label(x0 - 14, y_s + 22, "scores", 12, anchor="end")
@@ -49,24 +49,33 @@ def ch09_online_softmax(d: Diagram) -> None:
         d.label(bx + cell, y_s - 14, f"block {b + 1}", 11, fill=MUTED)
         sx, sy = 60 + b * 220, 160  # the state after this block
         d.arrow((bx + cell, y_s + cell + 2), (sx + 65, sy - 2), color=LINE, sw=1.3)
-        d.rect(sx, sy, 130, 56, fill="#f7f7f7", stroke=INK, sw=1.3, rx=6)
+        d.rect(sx, sy, 130, 80, fill="#f7f7f7", stroke=INK, sw=1.3, rx=6)
         d.math(sx + 14, sy + 23, rf"m = {mb:.1f}", 14, anchor="start")
         d.math(sx + 14, sy + 45, rf"\ell = {lb:.4f}", 14, anchor="start")
+        # the weighted sum of the values seen so far, against the current maximum
+        acc = r"\mathbf{o} = \sum_j e^{s_j - m} \mathbf{v}_j"
+        d.math(sx + 10, sy + 68, acc, 13, anchor="start", fill=O[2])
         if b:
             px = sx - 220 + 130
             d.arrow((px, sy + 28), (sx - 2, sy + 28), color=INK, sw=1.4)
             old = states[b - 1][0]
             d.math((px + sx) / 2, sy + 18, r"\times e^{m - m'}", 12)
             d.math((px + sx) / 2, sy + 48, rf"= e^{{{old - mb:.0f}}}".replace("-", "−"), 12)
-        note = "first block" if b == 0 else "a larger maximum: the old sum is rescaled"
-        d.label(sx + 65, sy + 76, note, 11, fill=MUTED, width=150)
+            d.arrow((px, sy + 62), (sx - 2, sy + 62), color=O[1], sw=1.4)
+            d.math((px + sx) / 2, sy + 78, r"\ell, \mathbf{o}", 12)
+        note = "first block" if b == 0 else "a larger maximum: ℓ and o are rescaled"
+        d.label(sx + 65, sy + 100, note, 11, fill=MUTED, width=150)
+    d.math(160, 310, r"\exp(s_j - m) / \ell", 13, anchor="end")
     d.label(
-        360,
-        292,
-        "the weights exp(s_j − m) / ℓ with the final m and ℓ are exactly the softmax of the whole row",
+        168,
+        310,
+        "with the final m and ℓ: exactly the softmax of the whole row",
         11,
+        anchor="start",
         fill=MUTED,
     )
+    d.math(160, 332, r"\mathbf{o} / \ell", 13, anchor="end", fill=O[2])
+    d.label(168, 332, "after the last block: the attention output", 11, anchor="start", fill=MUTED)
 
 
 @diagram(720, 250)
@@ -116,7 +125,7 @@ def _window_grid(d: Diagram, x: float, y: float, n: int, w: int, block: int | No
                 crosses.append(f"M{_f(cx + 3)} {_f(cy + cell - 3)}L{_f(cx + cell - 3)} {_f(cy + 3)}")
     d.add('<g stroke="#bfbfbf" stroke-width="0.6">' + "".join(cells) + "</g>")
     if crosses:
-        d.path("".join(crosses), stroke="#a6a6a6", sw=0.8)
+        d.path("".join(crosses), stroke=MASK_SLASH, sw=0.9)
     if block:
         for start in range(0, n, block):
             lo, hi = max(0, start - w + 1), min(n, start + block)
@@ -143,9 +152,10 @@ def ch09_sliding_window(d: Diagram) -> None:
     d.label(lx - 6, y + n * cell / 2 + 4, "queries", 11, anchor="end", fill=MUTED)
     grid_bottom = y + n * cell
     d.label(lx + n * cell / 2, grid_bottom + 22, "144 scores computed, 33 used:", 12)
-    d.math(lx + n * cell / 2, grid_bottom + 42, r"O(n^2 d)", 13)
+    d.math(lx + n * cell / 2, grid_bottom + 42, r"O(n^2d)", 13)
     d.label(rx + n * cell / 2, grid_bottom + 22, "64 scores computed, 33 used:", 12)
-    d.math(rx + n * cell / 2, grid_bottom + 42, r"O(n w d)", 13)
+    d.math(rx + n * cell / 2 - 4, grid_bottom + 42, r"O(nwd)", 13, anchor="end")
+    d.label(rx + n * cell / 2 + 2, grid_bottom + 42, "for n ≫ block size", 11, anchor="start", fill=MUTED)
     # the key
     ky = 328
     for kx, fill, text in (
@@ -161,8 +171,8 @@ def ch09_sliding_window(d: Diagram) -> None:
 @diagram(720, 350)
 def ch09_linear_rnn(d: Diagram) -> None:
     """Linear attention as a recurrence: a state of fixed size, the matrix M_t and the vector z_t,
-    absorbs each key-value pair; softmax attention's cache instead grows by one key and one value
-    per token."""
+    absorbs each key-value pair, and each step's output y_t is read from it with phi(q_t);
+    softmax attention's cache instead grows by one key and one value per token."""
     xs = [90 + 124 * t for t in range(5)]
     state = ROLES["state"]
     d.label(24, 30, "linear attention: a state of fixed size", 13, anchor="start", weight="bold")
@@ -177,8 +187,11 @@ def ch09_linear_rnn(d: Diagram) -> None:
         if t:
             d.arrow((xs[t - 1] + 38, 94), (x - 34, 94), color=INK, sw=1.4)
         # what the step adds
-        d.math(x, 150, rf"\phi(\mathbf{{k}}_{t + 1})\mathbf{{v}}_{t + 1}^\top", 12, fill=K[2])
-        d.arrow((x, 136), (x, 122), color=K[1], sw=1.2, head=6)
+        d.math(x, 150, rf"\phi(\mathbf{{k}}_{t + 1})\mathbf{{v}}_{t + 1}^\top", 12, fill=state[2])
+        d.arrow((x, 136), (x, 122), color=state[1], sw=1.2, head=6)  # an update of the state
+        # what the step puts out: the query reads the state
+        d.arrow((x + 36, 120), (x + 50, 136), color=O[1], sw=1.2, head=6)
+        d.math(x + 54, 150, rf"\mathbf{{y}}_{t + 1}", 13, fill=O[2])
     d.math(
         360,
         184,

@@ -44,6 +44,11 @@ ROLES = {  # role: (fill, outline, label text) -- label colours reach 4.5:1 on w
     "plain": ("#ffffff", "#808080", INK),
     "mask": ("#e6e6e6", "#a6a6a6", MUTED),
 }
+MASK_SLASH = "#8c8c8c"  # masked or padded entries: the mask's grey, crossed out by one slash
+# No text is smaller than this on the card (720 px wide): a phone shows the card at about half size,
+# where 10 px is already small; the website's viewer enlarges a diagram on a tap.
+MIN_TEXT = 10.0
+MIN_MATH = 12.5  # formulas: their sub- and superscripts are 0.72 of it, 9 px
 
 SANS = (
     "'DejaVu Sans', 'Noto Sans', 'Helvetica Neue', Arial, 'Noto Sans CJK SC', "
@@ -105,6 +110,11 @@ def _font(kind: str):
     return FT2Font(str(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / names[kind]))
 
 
+JOIN = "\u2060"  # WORD JOINER: no line breaks between two characters it joins
+# Chinese words a wrapped label never splits (Chinese breaks between any two characters otherwise)
+KEEP_TOGETHER = ("注意力", "均匀", "隐藏", "隐状态", "查询", "填充", "位置", "缓存", "权重", "输出", "词元")
+
+
 def _is_wide(ch: str) -> bool:
     return ord(ch) >= 0x2E80  # CJK ideographs, kana, full-width punctuation: one em each
 
@@ -112,6 +122,8 @@ def _is_wide(ch: str) -> bool:
 @cache
 def _advance(kind: str, ch: str) -> float:
     """Advance of one character, in em."""
+    if ch == JOIN:
+        return 0.0
     if _is_wide(ch):
         return 1.0
     font = _font(kind)
@@ -128,9 +140,14 @@ def text_width(s: str, size: float, kind: str = "s") -> float:
 
 
 def wrap(s: str, size: float, width: float, kind: str = "s") -> list[str]:
-    """Break ``s`` into lines no wider than ``width`` (at spaces; Chinese between any characters)."""
+    """Break ``s`` into lines no wider than ``width`` (at spaces; Chinese between any two characters
+    not joined by a word joiner, which is dropped from the lines)."""
     lines, line = [], ""
-    tokens = re.findall(r"[\u2e80-\uffff]|[^\s\u2e80-\uffff]+\s*|\s+", s)
+    for word in KEEP_TOGETHER:
+        s = s.replace(word, JOIN.join(word))
+    tokens = re.findall(
+        r"(?:[\u2e80-\uffff]\u2060)*[\u2e80-\uffff]|[^\s\u2e80-\uffff\u2060]+\s*|\s+|\u2060", s
+    )
     for tok in tokens:
         if line and text_width((line + tok).rstrip(), size, kind) > width:
             lines.append(line.rstrip())
@@ -141,7 +158,7 @@ def wrap(s: str, size: float, width: float, kind: str = "s") -> list[str]:
         lines.append(line.rstrip())
     if len(lines) > 1 and len(lines[-1]) == 1 and _is_wide(lines[-1]) and len(lines[-2]) > 2:
         lines[-2], lines[-1] = lines[-2][:-1], lines[-2][-1] + lines[-1]  # no orphan character
-    return lines or [""]
+    return [line.replace(JOIN, "") for line in lines] or [""]
 
 
 # --------------------------------------------------------------------------- maths as tspans
@@ -277,15 +294,78 @@ def parse_math(tex: str) -> list[tuple[str, str, int]]:
     return merged
 
 
-def math_width(tex: str, size: float) -> float:
-    width = 0.0
+ACCENTS = {"\u0303": "\u02dc", "\u0302": "\u02c6", "\u0304": "\u02c9"}  # combining -> spacing
+TALL = set("bdfhklt") | set("ABCDEFGHIJKLMNOPQRSTUVWXYZ") | set("0123456789")
+
+
+def math_layout(tex: str, size: float) -> list[tuple[str, str, int, float, float]]:
+    """The runs of a formula as (text, style, level, dx, width): a superscript that follows a
+    subscript moves back over it (``W_1^{(q)}`` stacks its indices, as TeX does), and the pair
+    advances by the wider of the two. An accent (a combining mark) stays in its run's text."""
+    out = []
     for text, style, level in parse_math(tex):
         kind = {"i": "mi", "r": "m", "b": "mb"}[style]
-        width += text_width(text, size * (0.72 if level else 1.0), kind)
-    return width
+        bare = "".join(ch for ch in text if ch not in ACCENTS)
+        out.append([text, style, level, 0.0, text_width(bare, size * (0.72 if level else 1.0), kind)])
+    k = 0
+    while k < len(out):
+        if out[k][2] < 0:
+            sub_end = k
+            while sub_end < len(out) and out[sub_end][2] < 0:
+                sub_end += 1
+            sup_end = sub_end
+            while sup_end < len(out) and out[sup_end][2] > 0:
+                sup_end += 1
+            if sup_end > sub_end:  # a subscript, then a superscript: stack them
+                sub_w = sum(r[4] for r in out[k:sub_end])
+                sup_w = sum(r[4] for r in out[sub_end:sup_end])
+                out[sub_end][3] -= sub_w
+                if sub_w > sup_w:
+                    if sup_end < len(out):
+                        out[sup_end][3] += sub_w - sup_w
+                    else:
+                        out.append(["", "r", 0, sub_w - sup_w, 0.0])
+            k = sup_end
+        else:
+            k += 1
+    return [tuple(r) for r in out]
+
+
+def math_width(tex: str, size: float) -> float:
+    return sum(dx + w for _, _, _, dx, w in math_layout(tex, size))
 
 
 # --------------------------------------------------------------------------- the canvas
+def _clip(segment, box):
+    """The piece of ``segment`` (x0, y0, x1, y1) inside ``box`` (x0, x1, top, bottom), or None
+    (Liang-Barsky)."""
+    sx0, sy0, sx1, sy1 = segment
+    dx, dy = sx1 - sx0, sy1 - sy0
+    lo, hi = 0.0, 1.0
+    for p, q in ((-dx, sx0 - box[0]), (dx, box[1] - sx0), (-dy, sy0 - box[2]), (dy, box[3] - sy0)):
+        if p == 0:
+            if q < 0:
+                return None
+        elif p < 0:
+            lo = max(lo, q / p)
+        else:
+            hi = min(hi, q / p)
+    if lo >= hi:
+        return None
+    return (sx0 + lo * dx, sy0 + lo * dy, sx0 + hi * dx, sy0 + hi * dy)
+
+
+def _hides(cover, piece) -> bool:
+    """Whether an opaque shape lies over the whole ``piece`` of a line (both ends: shapes are convex)."""
+    kind, geometry, _ = cover
+    ends = ((piece[0], piece[1]), (piece[2], piece[3]))
+    if kind == "rect":
+        x0, y0, x1, y1 = geometry
+        return all(x0 <= x <= x1 and y0 <= y <= y1 for x, y in ends)
+    cx, cy, r = geometry
+    return all((x - cx) ** 2 + (y - cy) ** 2 <= r * r for x, y in ends)
+
+
 def _f(v: float) -> str:
     """Coordinates with one decimal, no trailing zeros: the same file on every machine."""
     s = f"{v:.1f}"
@@ -302,6 +382,10 @@ class Diagram:
         self._collect = collect
         self.parts: list[str] = []
         self.extents: list[tuple[float, float, float, float, str]] = []  # (x0, x1, top, bottom, text)
+        # every drawn line, (x0, y0, x1, y1, k) with k its place in the drawing order, and every
+        # opaque rectangle or circle, which hides the lines drawn before it: what crossings() reads
+        self.segments: list[tuple[float, float, float, float, int]] = []
+        self.covers: list[tuple[str, tuple[float, ...], int]] = []
 
     # ----------------------------------------------------------------- translation
     def _(self, english: str) -> str:
@@ -314,9 +398,34 @@ class Diagram:
     def add(self, svg: str) -> None:
         self.parts.append(svg)
 
+    def _lines(self, points, closed=False) -> None:
+        """Record the straight pieces of a drawn outline, for the check that no line crosses a text."""
+        points = [tuple(p) for p in points]
+        if closed:
+            points.append(points[0])
+        self.segments += [(*a, *b, len(self.parts)) for a, b in zip(points, points[1:], strict=False)]
+
+    def crossings(self, inset: float = 1.0) -> list[tuple[str, tuple[int, int, int, int]]]:
+        """(text, line) for every visible line that runs through a text: a line enters the text's
+        box shrunk by ``inset`` px, and no opaque shape drawn after the line hides that piece."""
+        found = []
+        for x0, x1, top, bottom, text in self.extents:
+            box = (x0 + inset, x1 - inset, top + inset, bottom - inset)
+            if box[1] <= box[0] or box[3] <= box[2]:
+                continue
+            for sx0, sy0, sx1, sy1, k in self.segments:
+                piece = _clip((sx0, sy0, sx1, sy1), box)
+                if piece and not any(_hides(cover, piece) for cover in self.covers if cover[2] > k):
+                    found.append((text, tuple(round(v) for v in (sx0, sy0, sx1, sy1))))
+        return found
+
     def rect(self, x, y, w, h, fill=PAPER, stroke=INK, sw=1.5, rx=4, dash=None, opacity=None):
         extra = f' stroke-dasharray="{dash}"' if dash else ""
         extra += f' fill-opacity="{opacity}"' if opacity is not None else ""
+        if stroke != "none" and sw > 0:
+            self._lines([(x, y), (x + w, y), (x + w, y + h), (x, y + h)], closed=True)
+        if fill != "none" and opacity is None:
+            self.covers.append(("rect", (x, y, x + w, y + h), len(self.parts)))
         self.add(
             f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(w)}" height="{_f(h)}" rx="{_f(rx)}" '
             f'fill="{fill}" stroke="{stroke}" stroke-width="{_f(sw)}"{extra}/>'
@@ -324,6 +433,11 @@ class Diagram:
 
     def circle(self, cx, cy, r, fill=PAPER, stroke=INK, sw=1.5, dash=None):
         extra = f' stroke-dasharray="{dash}"' if dash else ""
+        if stroke != "none" and sw > 0:
+            turns = [a * math.pi / 12 for a in range(24)]  # the circle as 24 chords
+            self._lines([(cx + r * math.cos(a), cy + r * math.sin(a)) for a in turns], closed=True)
+        if fill != "none":
+            self.covers.append(("circle", (cx, cy, r), len(self.parts)))
         self.add(
             f'<circle cx="{_f(cx)}" cy="{_f(cy)}" r="{_f(r)}" fill="{fill}" stroke="{stroke}" '
             f'stroke-width="{_f(sw)}"{extra}/>'
@@ -332,6 +446,7 @@ class Diagram:
     def polyline(self, points, stroke=LINE, sw=1.6, dash=None, fill="none"):
         pts = " ".join(f"{_f(x)},{_f(y)}" for x, y in points)
         extra = f' stroke-dasharray="{dash}"' if dash else ""
+        self._lines(points, closed=fill != "none")
         self.add(
             f'<polyline points="{pts}" fill="{fill}" stroke="{stroke}" stroke-width="{_f(sw)}" '
             f'stroke-linejoin="round" stroke-linecap="round"{extra}/>'
@@ -339,10 +454,15 @@ class Diagram:
 
     def polygon(self, points, fill=INK, stroke="none", sw=1.0):
         pts = " ".join(f"{_f(x)},{_f(y)}" for x, y in points)
+        self._lines(points, closed=True)
         self.add(f'<polygon points="{pts}" fill="{fill}" stroke="{stroke}" stroke-width="{_f(sw)}"/>')
 
     def path(self, d: str, stroke=LINE, sw=1.6, fill="none", dash=None):
+        """An SVG path of straight pieces only (M and L commands, absolute)."""
         extra = f' stroke-dasharray="{dash}"' if dash else ""
+        for piece in re.findall(r"M[^M]+", d):
+            numbers = [float(v) for v in re.findall(r"-?[\d.]+", piece)]
+            self._lines(list(zip(numbers[::2], numbers[1::2], strict=True)))
         self.add(
             f'<path d="{d}" fill="{fill}" stroke="{stroke}" stroke-width="{_f(sw)}" '
             f'stroke-linecap="round"{extra}/>'
@@ -376,6 +496,8 @@ class Diagram:
     ):
         """Plain text; ``y`` is the baseline. ``label=True`` marks it translatable in the SVG
         (class ``t``), which the Chinese edition's check reads."""
+        s = s.replace(JOIN, "")
+        size = max(size, MIN_TEXT)
         cls = {"s": "s", "sb": "s", "c": "c", "m": "m"}[kind] + (" t" if label else "")
         width = text_width(s, size, "m" if kind == "m" else kind)
         x0 = {"start": x, "middle": x - width / 2, "end": x - width}[anchor]
@@ -404,8 +526,9 @@ class Diagram:
         (translatable: the Chinese edition's check reads it). ``y`` is the first baseline, or with
         ``valign='middle'`` the middle of the block of lines. Returns the number of lines."""
         s = self._(english)
+        size = max(size, MIN_TEXT)
         kind = "sb" if weight == "bold" else "s"
-        lines = wrap(s, size, width, kind) if width else [s]
+        lines = wrap(s, size, width, kind) if width else [s.replace(JOIN, "")]
         if valign == "middle":
             y = y - (len(lines) - 1) * size * line_height / 2 + size * 0.36
         spans = []
@@ -424,27 +547,51 @@ class Diagram:
         return len(lines)
 
     def math(self, x, y, tex, size=16, anchor="middle", fill=INK):
-        """A formula in a LaTeX subset (:func:`parse_math`); ``y`` is the baseline."""
+        """A formula in a LaTeX subset (:func:`parse_math`); ``y`` is the baseline. Accents
+        (``\\tilde``, ``\\hat``, ``\\bar``) are drawn as their own glyph centred over the letter,
+        higher over a tall one: a combining mark lands wherever the browser's fallback font puts it."""
+        size = max(size, MIN_MATH)
         width = math_width(tex, size)
         x0 = {"start": x, "middle": x - width / 2, "end": x - width}[anchor]
         self.extents.append((x0, x0 + width, y - 0.85 * size, y + 0.3 * size, tex))
-        spans, level = [], 0
-        for text, style, lv in parse_math(tex):
+        spans, level, cursor, accents = [], 0, x0, []
+        for text, style, lv, dx, w in math_layout(tex, size):
             shift = {0: 0.0, -1: 0.28, 1: -0.38}
             dy = (shift[max(-1, min(1, lv))] - shift[max(-1, min(1, level))]) * size
             level = lv
+            run_size = size * (0.72 if lv else 1.0)
+            kind = {"i": "mi", "r": "m", "b": "mb"}[style]
+            cursor += dx
+            bare = ""
+            for ch in text:
+                if ch in ACCENTS and bare:
+                    last = bare[-1]
+                    centre = cursor + text_width(bare[:-1], run_size, kind)
+                    centre += text_width(last, run_size, kind) / 2
+                    lift = (0.25 if last in TALL else 0.0) * run_size
+                    accents.append((centre + (0.08 * run_size if style == "i" else 0.0), lift, ACCENTS[ch]))
+                else:
+                    bare += ch
+            cursor += w
             attrs = ' font-style="italic"' if style == "i" else ""
             attrs += ' font-weight="bold"' if style == "b" else ""
             if lv:
-                attrs += f' font-size="{_f(size * 0.72)}"'
+                attrs += f' font-size="{_f(run_size)}"'
+            if dx:
+                attrs += f' dx="{_f(dx)}"'
             if dy:
                 attrs += f' dy="{_f(dy)}"'
-            spans.append(f"<tspan{attrs}>{html.escape(text, quote=False)}</tspan>")
+            spans.append(f"<tspan{attrs}>{html.escape(bare, quote=False)}</tspan>")
         self.add(
             f'<text x="{_f(x0)}" y="{_f(y)}" class="m" font-size="{_f(size)}" fill="{fill}">'
             + "".join(spans)
             + "</text>"
         )
+        for centre, lift, glyph in accents:
+            self.add(
+                f'<text x="{_f(centre)}" y="{_f(y - lift)}" class="m" font-size="{_f(size)}" '
+                f'text-anchor="middle" fill="{fill}">{glyph}</text>'
+            )
         return width
 
     def code(self, x, y, s, size=13, anchor="middle", fill=INK):
@@ -534,7 +681,7 @@ class Diagram:
                 rx=1.5,
             )
             if masked:
-                self.polyline([(cx + 3, cy + cell - 3), (cx + cell - 3, cy + 3)], stroke="#8c8c8c", sw=1.2)
+                self.polyline([(cx + 3, cy + cell - 3), (cx + cell - 3, cy + 3)], stroke=MASK_SLASH, sw=1.2)
             elif values is not None and values[i] is not None:
                 text = values[i] if isinstance(values[i], str) else fmt.format(values[i])
                 self.text(
@@ -563,14 +710,20 @@ class Diagram:
     def matrix(
         self, x, y, M, cell=14, cmap_name="viridis", limit=None, stroke="#ffffff", sw=0.6, masked=None
     ):
-        """A heatmap of the nested list ``M`` (rows down). ``masked`` (row, col) cells are grey.
-        The cells share one group's stroke, which keeps large matrices small."""
+        """A heatmap of the nested list ``M`` (rows down). ``masked`` (row, col) cells are grey and
+        crossed out, as everywhere. The cells share one group's stroke, which keeps large matrices
+        small."""
         limit = limit or max(abs(v) for row in M for v in row) or 1.0
-        cells = []
+        cells, slashes = [], []
         for i, row in enumerate(M):
             for j, v in enumerate(row):
                 if masked and (i, j) in masked:
                     colour = ROLES["mask"][0]
+                    a, b = x + j * cell, y + i * cell
+                    inset = max(2.0, cell / 5)
+                    slashes.append(
+                        f"M{_f(a + inset)} {_f(b + cell - inset)}L{_f(a + cell - inset)} {_f(b + inset)}"
+                    )
                 elif cmap_name == "viridis":
                     colour = viridis(v / limit)
                 else:
@@ -580,6 +733,8 @@ class Diagram:
                     f'height="{_f(cell)}" fill="{colour}"/>'
                 )
         self.add(f'<g stroke="{stroke}" stroke-width="{_f(sw)}">' + "".join(cells) + "</g>")
+        if slashes:
+            self.path("".join(slashes), stroke=MASK_SLASH, sw=0.9 if cell < 16 else 1.2)
         return (x, y, len(M[0]) * cell, len(M) * cell)
 
     def op(self, cx, cy, symbol, r=11, size=15):

@@ -135,7 +135,7 @@ def insert(name: str, after: str, caption: str | None, alt: str | None) -> int:
 
 
 def preview(names: list[str]) -> int:
-    """Screenshots of the renders in headless Chromium: light and dark page, 720 px and 360 px."""
+    """Screenshots of the renders in headless Chromium: light and dark page, 760 px and a phone's 390 px."""
     sys.path.insert(0, str(ROOT))
     from playwright.sync_api import sync_playwright
 
@@ -146,7 +146,7 @@ def preview(names: list[str]) -> int:
     names = names or list(diagrams.registry())
     with sync_playwright() as pw:
         browser = launch_chromium(pw, find_chromium())
-        for width in (760, 360):
+        for width in (760, 390):
             page = browser.new_page(viewport={"width": width, "height": 600}, device_scale_factor=1)
             for name in names:
                 for lang in diagrams.LANGS:

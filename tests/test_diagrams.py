@@ -8,7 +8,8 @@
 * the Chinese edition: no label left English in a Chinese diagram, and the Chinese notebooks show
   the Chinese SVG with the Chinese alt text;
 * the website turns a diagram cell into a numbered figure with its caption and alt text;
-* the drawing kit: maths, wrapping, data URLs, and a render that is the same every time.
+* the drawing kit: maths, wrapping, data URLs, and a render that is the same every time;
+* no text is cut by the card's edge, overlaps another text or has a line drawn through it.
 """
 
 import importlib.util
@@ -78,13 +79,12 @@ def test_every_chapter_shows_at_least_two_diagrams(path):
         f"{path.name}: every diagram of the chapter is either shown or listed in diagrams/pending.json "
         f"(shown {shown}, pending {waiting}, drawn {drawn})"
     )
-    if number in WAITING:  # phase 2 puts them in; until then the chapter shows none of them
-        assert not shown, (
-            f"{path.name} shows {shown} but diagrams/pending.json still lists {waiting}: a chapter "
-            "takes all its diagrams at once, and then leaves pending.json for good"
-        )
+    assert not set(shown) & set(waiting), f"{path.name} shows {set(shown) & set(waiting)}, still pending"
+    if number in WAITING and len(shown) < 2:  # phase 2 puts them in
         pytest.xfail(f"chapter {number}'s diagrams are drawn but not inserted yet (diagrams/pending.json)")
     assert len(shown) >= 2, f"{path.name} shows {len(shown)} diagrams; every chapter needs at least two"
+    if number in WAITING:  # a new diagram waits for its chapter; the chapter's others hold already
+        pytest.xfail(f"chapter {number} has diagrams to insert: {waiting} (diagrams/pending.json)")
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
@@ -295,3 +295,43 @@ def test_a_diagram_renders_the_same_every_time_and_its_texts_fit_and_never_overl
         if min(a[1], b[1]) - max(a[0], b[0]) > 1.5 and min(a[3], b[3]) - max(a[2], b[2]) > 1.5
     ]
     assert not clashes, f"{name} ({lang}): overlapping texts: {clashes}"
+    crossed = d.crossings()
+    assert not crossed, f"{name} ({lang}): lines through texts (text, line x0 y0 x1 y1): {crossed}"
+
+
+def test_the_line_check_sees_a_line_through_a_text_unless_a_shape_hides_it():
+    d = draw.Diagram("test", 200, 100)
+    d.label(100, 50, "a label", 12)
+    assert not d.crossings()
+    d.polyline([(60, 20), (140, 80)])  # a diagonal through the label
+    assert [t for t, _ in d.crossings()] == ["a label"]
+    d = draw.Diagram("test", 200, 100)
+    d.polyline([(10, 46), (190, 46)])  # under a box, then the box's title on top: hidden
+    d.box(60, 34, 80, 24, "module", title="box")
+    assert not d.crossings()
+    d.arrow((100, 20), (100, 90))  # drawn over the box and its title: seen
+    assert [t for t, _ in d.crossings()] == ["box"]
+    d = draw.Diagram("test", 200, 100)
+    d.op(100, 50, "+")
+    d.polyline([(60, 50), (140, 50)])  # through an operation's circle, drawn after it
+    assert [t for t, _ in d.crossings()] == ["+"]
+    d = draw.Diagram("test", 200, 100)
+    d.label(100, 50, "framed", 12)
+    d.rect(100, 20, 80, 60, fill="none", dash="5 3")  # a frame's edge through the text
+    assert [t for t, _ in d.crossings()] == ["framed"]
+
+
+def test_no_text_is_smaller_than_the_floor(fresh):
+    """A phone shows a 720-px card at about half its size: no text under draw.MIN_TEXT px, no
+    formula under draw.MIN_MATH (its indices are 0.72 of it)."""
+    small = []
+    for (name, lang), svg in fresh[0].items():
+        sizes = [float(v) for v in re.findall(r'<text [^>]*font-size="([\d.]+)"', svg)]
+        indices = [float(v) for v in re.findall(r'<tspan [^>]*font-size="([\d.]+)"', svg)]
+        small += [(name, lang, v) for v in sizes if v < draw.MIN_TEXT - 0.05]
+        small += [(name, lang, v) for v in indices if v < 0.72 * draw.MIN_MATH - 0.05]
+    assert not small, f"texts under the floor: {small[:10]}"
+    d = draw.Diagram("test", 200, 100)
+    d.label(100, 50, "tiny", 6)
+    d.math(100, 80, r"\mathbf{q}", 8)
+    assert re.findall(r'font-size="([\d.]+)"', d.svg())[:2] == ["10", "12.5"]
