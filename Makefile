@@ -142,7 +142,8 @@ test: install book-deps lint
 ifeq ($(PYTEST_ARGS),)
 	$(BIN)/python -m book.build
 	$(BIN)/python -m book.build --lang zh
-	$(TEST_KERNEL_ENV) $(BIN)/python -m pytest --ignore=tests/test_training.py tests notebooks assignments/source
+	$(TEST_KERNEL_ENV) $(BIN)/python -m pytest --durations=25 --ignore=tests/test_training.py tests notebooks \
+	  assignments/source
 	$(PLAIN_CPU) $(BIN)/python -m pytest tests/test_training.py
 else
 	$(TEST_KERNEL_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
