@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from book import ROOT
 from book._ext.chinese_interface import THEME_HARDCODED
+from book._ext.offline_book import SITE_WORDS
 from book.chapters import chapters
 from book.pages import (
     CHAPTERS_CAPTION,
@@ -69,6 +70,9 @@ SPHINX = [
     (AUTHOR, "the author in the footer, book/_config.yml (chinese_interface.py)"),
     ("This page has no Chinese translation: it is shown in English.",
      "the note at the top of a page that stays English (the benchmarks)"),
+    *[(word, "book/_js/site.js: the diagram viewer (its name, its close button, the tooltip of a "
+             "diagram), the note on the search page of a site opened from disk")
+      for word in SITE_WORDS],
     *[(english, "written by the theme without gettext; book/_ext/chinese_interface.py translates it")
       for english in dict.fromkeys(e for _, e in THEME_HARDCODED)],
 ]
