@@ -284,8 +284,8 @@ def stage_zh() -> dict:
     # Sphinx's Chinese search cuts the pages into words with jieba; the glossary's Chinese terms
     # are its dictionary's words too, so that "位置编码" is one word of the index as well as
     # "位置" and "编码" (_js/site.js cuts a query the same way).
-    terms = sorted({t for p in chapters() for _, zh in glossary_rows(json.loads(p.read_text(encoding="utf-8")))
-                    for t in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]{2,}", zh)})
+    rows = [row for p in chapters() for row in glossary_rows(json.loads(p.read_text(encoding="utf-8")))]
+    terms = sorted({t for _, zh in rows for t in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]{2,}", zh)})
     _write(STAGE_ZH / "_search" / "jieba_terms.txt", "".join(f"{t}\n" for t in terms))
     title = re.search(r"^#\s+(.+)$", (STAGE_ZH / "intro.md").read_text(encoding="utf-8"), re.M)
     return {
@@ -293,9 +293,9 @@ def stage_zh() -> dict:
         "locale_dirs": [LOCALE_DIR],
         "html_title": title.group(1) if title else "Attention",
         "english_pages": list(english),  # book/_ext/language_switch.py
-        "english_doctrees": str(DOCTREES),
+        "english_doctrees": str(DOCTREES),  # the English sections' anchors (language_switch.py)
         # relative to the Chinese site's _static/: build/book/_static/mathjax/
-        "mathjax_path": "../../_static/mathjax/tex-svg.js",  # the English sections' anchors (language_switch.py)
+        "mathjax_path": "../../_static/mathjax/tex-svg.js",
         "html_search_options": {"dict": str(STAGE_ZH / "_search" / "jieba_terms.txt")},
         # MyST-NB's toggle of hidden code (it has no zh_CN translation of its own)
         "nb_code_prompt_show": "显示代码",

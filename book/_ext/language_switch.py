@@ -92,7 +92,7 @@ class EnglishSectionIds(SphinxTransform):
             logger.warning("%s: %d sections, the English page has %d: its anchors stay its own",
                            self.env.docname, len(sections), len(names))
             return
-        for section, name in zip(sections, names):
+        for section, name in zip(sections, names, strict=True):
             if section["ids"][0] == name or name in self.document.ids:
                 continue
             section["ids"].insert(0, name)
