@@ -37,7 +37,7 @@ from book.pages import (
     english_only_pages,
     page_title,
 )
-from book.widgets import EXPLORER, EXPLORER_WORDS, NOTES, explorer_labels
+from book.widgets import EXPLORER, EXPLORER_WORDS, NOTES, STATES, axis_labels, explorer_labels
 
 CATALOGUE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / "interface.po"
 AUTHOR = "the authors of the attention textbook"  # book/_config.yml's author
@@ -100,6 +100,9 @@ def book_messages() -> list[tuple[str, str]]:
                  "column, value); keep {settings}, {about} and {control}") for word in EXPLORER_WORDS],
         *[(label, "the label of a control of a chapter's interactive figure")
           for label in explorer_control_labels()],
+        *[(label, "the name of a heatmap's axis or colour bar in a chapter's interactive figure, "
+                  "said by the readout of the cell under the pointer")
+          for label in explorer_axis_labels()],
     ]
     for page, text in english_page_texts().items():
         found.append((page_title(text, page), f"the title of {page}, shown in the navigation"))
@@ -117,6 +120,16 @@ def explorer_control_labels() -> list[str]:
             for out in cell.get("outputs", []):
                 if EXPLORER in out.get("data", {}):
                     labels += explorer_labels(out["data"][EXPLORER])
+    return list(dict.fromkeys(labels))
+
+
+def explorer_axis_labels() -> list[str]:
+    """The heatmaps' axis labels that the explorers' readouts say (book/explorers/, saved states)."""
+    import json
+
+    labels = []
+    for path in sorted(STATES.glob("*/*.json")):
+        labels += axis_labels(json.loads(path.read_text(encoding="utf-8")))
     return list(dict.fromkeys(labels))
 
 

@@ -116,6 +116,19 @@ EXPLORER_WORDS = (
 )
 
 
+# An axis that holds queries or keys ("Queries", "keys; cache keeps 12"): explorer.js names it
+# with the words "query" and "key"; any other axis label is translated as it is.
+QUERY_OR_KEY_AXIS = re.compile(r"(?i)^(quer(y|ies)|keys?)\b")
+
+
+def axis_labels(data: dict) -> list[str]:
+    """The labels of the heatmaps' axes (and colour bars) in an explorer's saved states that name
+    what the readout says, other than queries and keys (what the Chinese site translates)."""
+    return list(dict.fromkeys(
+        label.strip() for v in data["views"] for f in v["figures"] for h in f.get("heat") or []
+        for label in h["lab"] if label.strip() and not QUERY_OR_KEY_AXIS.match(label.strip())))
+
+
 def sentence(template: str, settings: str) -> str:
     """``template`` with ``{settings}``; no second full stop after a setting that ends in one
     ("sentence = go ." is not followed by "."; explorer.js does the same)."""
@@ -191,7 +204,7 @@ def explorer(data: dict, save: Callable[[str, bytes], None], say: Callable[[str]
         index = index * len(c["values"]) + c["index"]
     views = [dict(v, text=reader_text(v["text"])) for v in data["views"]]
     first = views[data["states"][index]]
-    words = {w: say(w) for w in EXPLORER_WORDS}
+    words = {w: say(w) for w in (*EXPLORER_WORDS, *axis_labels(data))}
     payload = {"controls": [{k: c[k] for k in ("name", "label", "kind", "labels", "index")}
                             for c in controls],
                "states": data["states"], "first": index, "views": views, "words": words,
