@@ -145,8 +145,12 @@
       });
       status.before(zoom);
     }
-    show();
-    window.addEventListener("pageshow", show);
+    // Controls the browser restored to other values than the page's (Back, Forward, a reload)
+    // are shown as they say, at once and whenever the page is shown again.
+    const sync = () => { if (Number(box.dataset.state) !== stateOf(indices())) show(); };
+    showHeads(indices());
+    sync();
+    window.addEventListener("pageshow", sync);
     box.dataset.ready = "true";
   }
 

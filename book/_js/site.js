@@ -88,12 +88,11 @@
     close.textContent = say("Close");
     const pane = document.createElement("div");
     pane.className = "diagram-viewer-pane";
-    const big = document.createElement("img");
-    pane.appendChild(big);
     dialog.append(close, pane);
     document.body.appendChild(dialog);
     close.addEventListener("click", () => dialog.close());
     dialog.addEventListener("close", () => {
+      pane.replaceChildren(); // no image without a source left in the page
       if (history.state && history.state.diagram) history.back();
     });
     window.addEventListener("popstate", () => { if (dialog.open) dialog.close(); });
@@ -106,6 +105,8 @@
       link.appendChild(img);
       link.addEventListener("click", (e) => {
         e.preventDefault();
+        const big = document.createElement("img");
+        pane.replaceChildren(big);
         big.src = img.src;
         big.alt = img.alt;
         // at least the drawing's own size, and a fifth larger on a narrow screen, so that its
