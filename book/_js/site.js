@@ -40,8 +40,9 @@
 
   // A page opened from disk (file://) may not read the other pages (the browser's rule): the
   // results are listed without their excerpts, and the page says why.
-  if (location.protocol === "file:" && window.DOCUMENTATION_OPTIONS) {
-    DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false;
+  // (documentation_options.js declares it with const: a global name, not a property of window)
+  if (location.protocol === "file:" && typeof DOCUMENTATION_OPTIONS !== "undefined") {
+    DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false; // eslint-disable-line no-undef
   }
 
   const ready = (fn) => (document.readyState === "loading"
