@@ -28,7 +28,7 @@ from pathlib import Path
 
 import diagrams  # a chapter's diagram cells become numbered figures (docs/diagrams.md)
 from book import BOOK, ROOT, i18n, interface
-from book.chapters import chapter_assets, chapters
+from book.chapters import chapter_assets, chapters, glossary_rows
 from book.figures import notebook_figure_problems
 from book.pages import (
     CHAPTERS_CAPTION,
@@ -202,6 +202,15 @@ def sphinx_build(source: Path, out: Path, doctrees: Path, fresh: bool, **overrid
         sys.exit(f"error: the book build failed ({result!r})")
 
 
+def prune(site: Path) -> None:
+    """Remove from the built ``site`` what no page loads or links to: MyST-NB's third copy of each
+    notebook (``jupyter_execute/``; the download menu offers ``_sources/``) and the themes'
+    source maps (``*.map``, read only by a browser's developer tools)."""
+    shutil.rmtree(site / "jupyter_execute", ignore_errors=True)
+    for f in list((site / "_static").rglob("*.map")):
+        f.unlink()
+
+
 def build(force: bool = False) -> Path:
     """Stage and build the site; return build/book/. Skipped when the inputs are unchanged."""
     digest = inputs_digest()
@@ -221,6 +230,7 @@ def build(force: bool = False) -> Path:
     # longer exist would stay in the site.
     shutil.rmtree(SITE / "_static" / EXPLORER_DIR, ignore_errors=True)
     sphinx_build(STAGE, SITE, DOCTREES, fresh)
+    prune(SITE)
     STAMP.write_text(digest)
     CODE_STAMP.write_text(code_digest())
     print(f"built the book in {time.perf_counter() - start:.1f} s: open {SITE / 'index.html'}")
@@ -242,10 +252,13 @@ def stage_zh() -> dict:
     Returns the Sphinx settings of the Chinese site."""
     stage(STAGE_BASE)  # the English tree, staged apart from build/book-src/, so that building both
     for f in STAGE_BASE.rglob("*"):  # sites at once (two test workers) never shares a folder
-        if f.is_file() and f.relative_to(STAGE_BASE).parts[0] != "_explore":
+        if f.is_file() and f.relative_to(STAGE_BASE).parts[0] != "_explore" and \
+                f.relative_to(STAGE_BASE).parts[:2] != ("_vendor", "mathjax"):
             _write(STAGE_ZH / f.relative_to(STAGE_BASE), f.read_bytes())
-    # The explorers' images are the English site's (build/book/_static/explorer/): the Chinese
+    # The explorers' images and MathJax are the English site's (build/book/_static/): the Chinese
     # pages, in build/book/zh/, point there rather than keep a second copy.
+    shutil.rmtree(STAGE_ZH / "_vendor" / "mathjax", ignore_errors=True)
+    (STAGE_ZH / "_vendor").mkdir(exist_ok=True)
     shutil.rmtree(STAGE_ZH / "_explore", ignore_errors=True)
     (STAGE_ZH / "_explore").mkdir(parents=True)
     words = i18n.interface_translations()
@@ -268,12 +281,22 @@ def stage_zh() -> dict:
     captions = {c: say(c) for c in (CHAPTERS_CAPTION, REFERENCE_CAPTION)}
     _write(STAGE_ZH / "_toc.yml", toc(books, bench_docs(), captions, titles))
     i18n.write_interface_catalogues(STAGE_ZH / LOCALE_DIR)
+    # Sphinx's Chinese search cuts the pages into words with jieba; the glossary's Chinese terms
+    # are its dictionary's words too, so that "位置编码" is one word of the index as well as
+    # "位置" and "编码" (_js/site.js cuts a query the same way).
+    rows = [row for p in chapters() for row in glossary_rows(json.loads(p.read_text(encoding="utf-8")))]
+    terms = sorted({t for _, zh in rows for t in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]{2,}", zh)})
+    _write(STAGE_ZH / "_search" / "jieba_terms.txt", "".join(f"{t}\n" for t in terms))
     title = re.search(r"^#\s+(.+)$", (STAGE_ZH / "intro.md").read_text(encoding="utf-8"), re.M)
     return {
         "language": "zh_CN",
         "locale_dirs": [LOCALE_DIR],
         "html_title": title.group(1) if title else "Attention",
         "english_pages": list(english),  # book/_ext/language_switch.py
+        "english_doctrees": str(DOCTREES),  # the English sections' anchors (language_switch.py)
+        # relative to the Chinese site's _static/: build/book/_static/mathjax/
+        "mathjax_path": "../../_static/mathjax/tex-svg.js",
+        "html_search_options": {"dict": str(STAGE_ZH / "_search" / "jieba_terms.txt")},
         # MyST-NB's toggle of hidden code (it has no zh_CN translation of its own)
         "nb_code_prompt_show": "显示代码",
         "nb_code_prompt_hide": "隐藏代码",
@@ -286,7 +309,11 @@ def build_zh(force: bool = False) -> Path:
     settings = stage_zh()
     digest = code_digest(i18n.LOCALE / "interface.po")
     fresh = force or not CODE_STAMP_ZH.exists() or CODE_STAMP_ZH.read_text() != digest
+    shutil.rmtree(SITE_ZH / "_static" / "mathjax", ignore_errors=True)  # left by older builds
     sphinx_build(STAGE_ZH, SITE_ZH, DOCTREES_ZH, fresh, **settings)
+    prune(SITE_ZH)
+    # MyST-NB writes its copies of the notebooks next to the output folder: build/book/ here
+    shutil.rmtree(SITE_ZH.parent / "jupyter_execute", ignore_errors=True)
     CODE_STAMP_ZH.write_text(digest)
     print(f"built the Chinese book in {time.perf_counter() - start:.1f} s: open {SITE_ZH / 'index.html'}")
     return SITE_ZH

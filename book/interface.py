@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from book import ROOT
 from book._ext.chinese_interface import THEME_HARDCODED
+from book._ext.offline_book import SITE_WORDS
 from book.chapters import chapters
 from book.pages import (
     CHAPTERS_CAPTION,
@@ -36,7 +37,7 @@ from book.pages import (
     english_only_pages,
     page_title,
 )
-from book.widgets import EXPLORER, EXPLORER_WORDS, NOTES, explorer_labels
+from book.widgets import EXPLORER, EXPLORER_WORDS, NOTES, STATES, axis_labels, explorer_labels
 
 CATALOGUE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / "interface.po"
 AUTHOR = "the authors of the attention textbook"  # book/_config.yml's author
@@ -69,6 +70,9 @@ SPHINX = [
     (AUTHOR, "the author in the footer, book/_config.yml (chinese_interface.py)"),
     ("This page has no Chinese translation: it is shown in English.",
      "the note at the top of a page that stays English (the benchmarks)"),
+    *[(word, "book/_js/site.js: the diagram viewer (its name, its close button, the tooltip of a "
+             "diagram), the note on the search page of a site opened from disk")
+      for word in SITE_WORDS],
     *[(english, "written by the theme without gettext; book/_ext/chinese_interface.py translates it")
       for english in dict.fromkeys(e for _, e in THEME_HARDCODED)],
 ]
@@ -96,6 +100,9 @@ def book_messages() -> list[tuple[str, str]]:
                  "column, value); keep {settings}, {about} and {control}") for word in EXPLORER_WORDS],
         *[(label, "the label of a control of a chapter's interactive figure")
           for label in explorer_control_labels()],
+        *[(label, "the name of a heatmap's axis or colour bar in a chapter's interactive figure, "
+                  "said by the readout of the cell under the pointer")
+          for label in explorer_axis_labels()],
     ]
     for page, text in english_page_texts().items():
         found.append((page_title(text, page), f"the title of {page}, shown in the navigation"))
@@ -113,6 +120,16 @@ def explorer_control_labels() -> list[str]:
             for out in cell.get("outputs", []):
                 if EXPLORER in out.get("data", {}):
                     labels += explorer_labels(out["data"][EXPLORER])
+    return list(dict.fromkeys(labels))
+
+
+def explorer_axis_labels() -> list[str]:
+    """The heatmaps' axis labels that the explorers' readouts say (book/explorers/, saved states)."""
+    import json
+
+    labels = []
+    for path in sorted(STATES.glob("*/*.json")):
+        labels += axis_labels(json.loads(path.read_text(encoding="utf-8")))
     return list(dict.fromkeys(labels))
 
 

@@ -104,7 +104,48 @@ EXPLORER_WORDS = (
     "row",
     "column",
     "value",
+    # the names of a heatmap's axes that hold queries and keys, in every chapter
+    "query",
+    "key",
+    # the caption after the controls moved: {settings} is the setting and the figure's titles
+    "Shown: {settings}.",
+    # between two settings in the status line and the caption ("sentence = go .; head = 1")
+    "; ",
+    # the button that enlarges a figure whose heatmap cells are too small to point at
+    "Enlarge the figure",
 )
+
+
+# An axis that holds queries or keys ("Queries", "keys; cache keeps 12"): explorer.js names it
+# with the words "query" and "key"; any other axis label is translated as it is.
+QUERY_OR_KEY_AXIS = re.compile(r"(?i)^(quer(y|ies)|keys?)\b")
+
+
+def axis_labels(data: dict) -> list[str]:
+    """The labels of the heatmaps' axes (and colour bars) in an explorer's saved states that name
+    what the readout says, other than queries and keys (what the Chinese site translates)."""
+    return list(dict.fromkeys(
+        label.strip() for v in data["views"] for f in v["figures"] for h in f.get("heat") or []
+        for label in h["lab"] if label.strip() and not QUERY_OR_KEY_AXIS.match(label.strip())))
+
+
+def sentence(template: str, settings: str) -> str:
+    """``template`` with ``{settings}``; no second full stop after a setting that ends in one
+    ("sentence = go ." is not followed by "."; explorer.js does the same)."""
+    text = template.format(settings=settings)
+    if settings.endswith((".", "。")) and template.endswith(("{settings}.", "{settings}。")):
+        text = text[:-1]
+    return text
+
+
+# What a widget's function returned, as Python prints it (a tensor, a record): the figure already
+# shows it, and its repr is not what a reader reads.
+RAW_REPR = re.compile(r"^(tensor\(|[A-Z]\w*\(\w+=)")
+
+
+def reader_text(text: str) -> str:
+    """The text under an explorer's figure: what the function printed, without a raw repr."""
+    return "" if RAW_REPR.match(text.strip()) else text
 
 
 def png(webp: bytes) -> str:
@@ -161,11 +202,12 @@ def explorer(data: dict, save: Callable[[str, bytes], None], say: Callable[[str]
     index = 0
     for c in controls:
         index = index * len(c["values"]) + c["index"]
-    first = data["views"][data["states"][index]]
-    words = {w: say(w) for w in EXPLORER_WORDS}
+    views = [dict(v, text=reader_text(v["text"])) for v in data["views"]]
+    first = views[data["states"][index]]
+    words = {w: say(w) for w in (*EXPLORER_WORDS, *axis_labels(data))}
     payload = {"controls": [{k: c[k] for k in ("name", "label", "kind", "labels", "index")}
                             for c in controls],
-               "states": data["states"], "views": data["views"], "words": words,
+               "states": data["states"], "first": index, "views": views, "words": words,
                "base": static + EXPLORER_DIR + "/", "chapter": data["chapter"], "name": data["name"]}
     parts = []
     for i, c in enumerate(controls):
@@ -182,14 +224,14 @@ def explorer(data: dict, save: Callable[[str, bytes], None], say: Callable[[str]
                      f'step="1" value="{c["index"]}" aria-valuetext="{labels[c["index"]]}">'
                      f'<output aria-hidden="true">{labels[c["index"]]}</output>')
         parts.append(f'<label class="explorer-control"><span>{name}</span>{field}</label>')
-    settings = "; ".join(f'{c["label"]} = {c["labels"][c["index"]]}' for c in controls)
+    settings = words["; "].join(f'{c["label"]} = {c["labels"][c["index"]]}' for c in controls)
     box = (
         '<div class="explorer" role="group" aria-label="'
         + html.escape(words[EXPLORER_WORDS[0]]) + '">'
         + f'<p class="explorer-note">{html.escape(words[EXPLORER_WORDS[0]])}</p>'
         + "".join(parts)
         + '<p class="explorer-status" aria-live="polite">'
-        + html.escape(words[EXPLORER_WORDS[1]].format(settings=settings)) + "</p>"
+        + html.escape(sentence(words[EXPLORER_WORDS[1]], settings)) + "</p>"
         + '<script type="application/json" class="explorer-data">'
         + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
         + "</script></div>"

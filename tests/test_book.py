@@ -384,6 +384,7 @@ REPORT_JS = r"""
 # Screenshots show a tall first screen (and the first widget snapshot): a full-page capture of a
 # long chapter costs seconds of re-layout each.
 VIEWPORT = {"width": 1280, "height": 2400}
+PHONE = {"width": 390, "height": 844}  # a phone held upright (CSS pixels)
 REFLOW_WIDTH = 320  # CSS pixels: WCAG 2.1's reflow width, where nothing may scroll sideways
 SCROLL_TO_WIDGET_JS = """(() => { const e = document.querySelector('.widget-snapshot');
   if (!e) return false; window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 600);
@@ -751,14 +752,56 @@ def _two_settings(data: dict) -> tuple[list[int], list[int]]:
     return (low, last) if _state_index(data, low) != _state_index(data, last) else (first, last)
 
 
-def check_explorers(browser, url: str, states: list[dict], site_root: Path) -> tuple[dict, list]:
+# Where the readout of a heatmap's cell lies, against the window, the page and the cell's mark.
+READOUT_JS = """() => { const tip = [...document.querySelectorAll('.explorer-tip')].find(t => !t.hidden);
+  if (!tip) return null;
+  const mark = tip.parentElement.querySelector('.explorer-mark').getBoundingClientRect();
+  const r = tip.getBoundingClientRect();
+  return {text: tip.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+          covers: r.left < mark.right - 1 && mark.left + 1 < r.right && r.top < mark.bottom - 1
+                  && mark.top + 1 < r.bottom,
+          width: innerWidth, pageWidth: document.documentElement.scrollWidth}; }"""
+CAPTION_JS = """(i) => { const box = document.querySelectorAll('.explorer')[i];
+  const c = (box.closest('.cell_output') || box.parentElement).querySelector('figcaption .caption-text');
+  return c ? c.textContent : null; }"""
+# A function's return value as Python prints it, which the text under a widget must not be.
+RAW_REPR = re.compile(r"^\s*(tensor\(|[A-Z]\w*\(\w+=)")
+
+
+def _check_readout(page, img, h: dict, touch: bool) -> str:
+    """Point at (or tap) the last cell of heatmap ``h`` in ``img``: its readout must lie inside the
+    window without widening the page, not cover the cell, and go on Escape (WCAG 1.4.13)."""
+    img.scroll_into_view_if_needed()
+    box = img.bounding_box()
+    x0, y0, x1, y1 = h["box"]
+    cw, ch = (x1 - x0) / h["n"][1], (y1 - y0) / h["n"][0]
+    where = {"x": (x1 - cw / 2) * box["width"], "y": (y1 - ch / 2) * box["height"]}
+    img.tap(position=where) if touch else img.hover(position=where)
+    got = page.evaluate(READOUT_JS)
+    assert got, "no readout for the heatmap's last cell"
+    assert 0 <= got["left"] and got["right"] <= got["width"], f"readout off the window: {got}"
+    assert got["pageWidth"] <= got["width"], f"the readout widens the page: {got}"
+    assert not got["covers"], f"the readout covers the cell it names: {got}"
+    page.keyboard.press("Escape")
+    assert page.evaluate(READOUT_JS) is None, "Escape leaves the readout shown"
+    return got["text"]
+
+
+def check_explorers(browser, url: str, states: list[dict], site_root: Path,
+                    viewport: dict = VIEWPORT) -> tuple[dict, list]:
     """Open a chapter page and operate each explorer: for two settings the page must show the
     saved state (the images byte for byte the saved ones, the same printed text and status), the
     keyboard must move the first explorer's first slider, a head's button must select that head,
     and pointing at a heatmap's cell (or moving the keyboard's cursor onto it) must name its query,
-    key and weight. Returns the page's timings (milliseconds from navigation: DOM ready, explorers
-    operable, load event) and each explorer's control labels."""
-    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    key and weight. After every move the caption says what the figure shows, the status line has
+    one full stop, and the text under the figure is no raw repr. The readout of a cell stays inside
+    the window and off its cell and goes on Escape (``_check_readout``; on a phone-sized
+    ``viewport`` it is tapped), a drop-down fits the window, and a figure with cells too small to
+    point at can be enlarged until they are 14 px wide. Returns the page's timings (milliseconds
+    from navigation: DOM ready, explorers operable, load event) and each explorer's control
+    labels."""
+    touch = viewport["width"] < 600
+    context = browser.new_context(viewport=viewport, device_scale_factor=1, has_touch=touch)
     try:
         page = context.new_page()
         errors = []
@@ -773,6 +816,8 @@ def check_explorers(browser, url: str, states: list[dict], site_root: Path) -> t
         assert page.locator(".explorer").count() == len(states)
         for n, data in enumerate(states):
             shown = []
+            first_caption = page.evaluate(CAPTION_JS, n)
+            first = _state_index(data, [c["index"] for c in data["controls"]])
             for idx in _two_settings(data):
                 _set_controls(page, n, data, idx)
                 view_index = _state_index(data, idx)
@@ -784,9 +829,16 @@ def check_explorers(browser, url: str, states: list[dict], site_root: Path) -> t
                     assert loaded, src
                     on_disk = site_root / "_static" / widgets.EXPLORER_DIR / f"{f['img']}.webp"
                     assert on_disk.read_bytes() == (widgets.STATES / "img" / f"{f['img']}.webp").read_bytes()
-                assert got["text"] == view["text"], (got["text"], view["text"])
+                assert got["text"] == widgets.reader_text(view["text"]), (got["text"], view["text"])
+                assert not RAW_REPR.match(got["text"]), got["text"]
+                caption = page.evaluate(CAPTION_JS, n)
                 for c, i in zip(data["controls"], idx, strict=True):
                     assert c["labels"][i] in got["status"], got["status"]
+                    if view_index != first and caption is not None:
+                        assert str(c["labels"][i]) in caption, (caption, c["labels"][i])
+                if view_index != first and caption is not None:
+                    assert caption != first_caption, f"{url}: the caption still names the first view"
+                assert not re.search(r"\.[.。]$", got["status"]), got["status"]
                 shown.append(got["src"])
             assert shown[0] != shown[1], f"{url}: explorer {n} shows the same figure for two settings"
         # Keyboard: the first explorer's first slider (or first control), moved by an arrow key.
@@ -816,6 +868,7 @@ def check_explorers(browser, url: str, states: list[dict], site_root: Path) -> t
             got = _wait_for_state(page, n, _state_index(data, idx[:h] + [0] + idx[h + 1:]))
             assert got["heads"][0].endswith(data["controls"][h]["labels"][0]), got["heads"]
         # Pointing at a heatmap's cell, and the keyboard's cursor on a focused heatmap.
+        readouts = []
         for n, data in enumerate(states):
             got = page.evaluate(EXPLORER_VIEW_JS, n)
             view = data["views"][got["state"]]
@@ -830,7 +883,8 @@ def check_explorers(browser, url: str, states: list[dict], site_root: Path) -> t
                 box = img.bounding_box()
                 x0, y0, x1, y1 = h["box"]
                 cw, ch = (x1 - x0) / h["n"][1], (y1 - y0) / h["n"][0]
-                img.hover(position={"x": (x0 + cw / 2) * box["width"], "y": (y0 + ch / 2) * box["height"]})
+                position = {"x": (x0 + cw / 2) * box["width"], "y": (y0 + ch / 2) * box["height"]}
+                img.tap(position=position) if touch else img.hover(position=position)
                 tip = page.locator(".explorer-tip").locator("visible=true").first
                 text = tip.text_content()
                 assert str(h["v"][0]) in text, (text, h["v"][0])  # the weight
@@ -840,7 +894,31 @@ def check_explorers(browser, url: str, states: list[dict], site_root: Path) -> t
                 page.keyboard.press("ArrowRight")
                 value = h["v"][1] if h["n"][1] > 1 else h["v"][0]
                 assert str(value) in tip.text_content(), (tip.text_content(), value)
+                img.blur()
+                readouts.append(_check_readout(page, img, f["heat"][-1], touch))
                 break
+        # Every drop-down fits the window; a figure with tiny cells can be enlarged.
+        for right in page.eval_on_selector_all(".explorer select",
+                                               "els => els.map(e => e.getBoundingClientRect().right)"):
+            assert right <= viewport["width"], f"{url}: a drop-down runs past the window ({right} px)"
+        zoom = page.locator(".explorer-zoom-button")
+        tiny = [data["name"] for data in states if any(
+            (h["box"][2] - h["box"][0]) / h["n"][1] < 0.03
+            for v in data["views"] for f in v["figures"] for h in f["heat"] or [])]
+        assert zoom.count() == len(tiny), f"{url}: no way to enlarge the tiny cells of {tiny}"
+        for n in range(zoom.count()):
+            zoom.nth(n).click()
+            cell = page.evaluate("""(n) => { const b = document.querySelectorAll('.explorer-zoom-button')[n];
+              const box = b.closest('.explorer'); const data = box.explorer;
+              const img = box.closest('.cell_output').querySelector('.explorer-figure img');
+              const fig = data.views[Number(img.dataset.view)].figures[Number(img.dataset.figure)];
+              const w = img.getBoundingClientRect().width;
+              return {cell: Math.min(...fig.heat.map(h => (h.box[2] - h.box[0]) / h.n[1] * w)),
+                      page: document.documentElement.scrollWidth}; }""", n)
+            assert cell["cell"] >= 14, f"{url}: enlarged, a heatmap's cells are {cell['cell']:.1f} px"
+            assert cell["page"] <= viewport["width"], f"{url}: the enlarged figure widens the page"
+        if readouts:
+            timings["readouts"] = readouts
         assert not errors, errors
         return timings, labels
     finally:
@@ -862,10 +940,16 @@ def test_explorers_show_the_saved_states_and_work_by_keyboard(chapter, site, ser
     nb = _notebook(ROOT / "notebooks" / f"{chapter}.ipynb")
     states = explorer_states(nb, chapter)
     timings, labels = check_explorers(browser, f"{server}/notebooks/{chapter}.html", states, site)
+    readouts = timings.pop("readouts", [])
     _record_timings(f"notebooks/{chapter}", timings)
     assert labels == [[c["label"] for c in data["controls"]] for data in states]
-    disk, _ = check_explorers(browser, (site / "notebooks" / f"{chapter}.html").as_uri(), states, site)
-    _record_timings(f"notebooks/{chapter} (file://)", disk)
+    # From disk, on a phone-sized screen (tapped, not pointed at)
+    disk, _ = check_explorers(browser, (site / "notebooks" / f"{chapter}.html").as_uri(), states, site,
+                              viewport=PHONE)
+    readouts += disk.pop("readouts", [])
+    _record_timings(f"notebooks/{chapter} (file://, phone)", disk)
+    for text in readouts:
+        assert not re.search(r"\b(Queries|Keys|queries|keys)\b", text), f"one naming: query, key: {text}"
 
 
 def test_every_chapter_widget_is_an_explorer_on_the_site():
@@ -875,3 +959,100 @@ def test_every_chapter_widget_is_an_explorer_on_the_site():
         views = sum(widgets.WIDGET_VIEW in o.get("data", {}) for c in nb["cells"]
                     for o in c.get("outputs", []))
         assert len(explorer_states(nb, chapter.stem)) == views, chapter.name
+
+
+# --------------------------------------------------------------------------- phone, print, dark
+DIAGRAM_TEXT_JS = """() => { const img = document.querySelector('dialog.diagram-viewer[open] img');
+  return img && img.complete ? {shown: img.getBoundingClientRect().width, natural: img.naturalWidth}
+                             : null; }"""
+
+
+def test_on_a_phone_the_menus_diagrams_language_link_print_and_dark_mode_work(server, browser):
+    """One chapter on a 390 x 844 screen: the menu button opens the chapter list and the contents
+    button the page's contents; a diagram opens full size with one tap (its smallest labels, 8.5
+    units of a drawing 720 units wide, at 9 CSS px or more) and Escape or Back closes it; the
+    language link goes to the section being read. At 1280 px the menu button hides the sidebar.
+    Printed, code wraps and the widget is its figure, caption and setting without its controls.
+    A reader whose system is dark gets the dark theme."""
+    url = f"{server}/notebooks/07_transformer.html"
+    context = browser.new_context(viewport=PHONE, has_touch=True)
+    try:
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url, wait_until="load")
+        for toggle, dialog in (("primary", "#pst-primary-sidebar-modal"),
+                               ("secondary", "#pst-secondary-sidebar-modal")):
+            page.locator(f".{toggle}-toggle").locator("visible=true").first.tap()
+            page.wait_for_function(f"document.querySelector('{dialog}').open", timeout=5000)
+            assert page.locator(f"{dialog} a").locator("visible=true").count() > 3, toggle
+            page.keyboard.press("Escape")
+            page.wait_for_function(f"!document.querySelector('{dialog}').open", timeout=5000)
+        # A diagram, full size: one tap; Escape or Back closes it.
+        link = page.locator("a.diagram-open").first
+        link.scroll_into_view_if_needed()
+        for close in ("Escape", "Back"):
+            link.tap()
+            page.wait_for_function("document.querySelector('dialog.diagram-viewer').open")
+            page.wait_for_function(f"({DIAGRAM_TEXT_JS})() !== null")
+            size = page.evaluate(DIAGRAM_TEXT_JS)
+            assert size["shown"] * 8.5 / 720 >= 9, f"the enlarged diagram's labels are small: {size}"
+            page.keyboard.press("Escape") if close == "Escape" else page.go_back()
+            page.wait_for_function("!document.querySelector('dialog.diagram-viewer').open")
+            assert page.url.startswith(url), page.url
+        # The language link keeps the section being read.
+        page.evaluate("document.getElementById('the-encoder-block').scrollIntoView()")
+        link = page.locator(".language-switch a")
+        link.dispatch_event("focus")
+        assert link.get_attribute("href").endswith("07_transformer.html#the-encoder-block")
+        # Printed: code wraps, the widget is its figure and caption, its controls are gone.
+        page.locator(".explorer select").first.select_option("1")
+        page.emulate_media(media="print")
+        printed = page.evaluate("""() => ({
+          code: getComputedStyle(document.querySelector('div.highlight pre')).whiteSpace,
+          controls: [...document.querySelectorAll('.explorer-control, .explorer-heads')]
+            .filter(e => e.getBoundingClientRect().height > 0).length,
+          caption: document.querySelector('.explorer').closest('.cell_output')
+            .querySelector('figcaption').textContent})""")
+        assert printed["code"] == "pre-wrap", printed
+        assert printed["controls"] == 0, printed
+        assert "i'm home" not in printed["caption"], printed  # the first view's caption
+        assert page.pdf()[:4] == b"%PDF"
+        page.emulate_media(media="screen")
+        # At 1280 px the menu button hides and shows the sidebar.
+        page.set_viewport_size({"width": 1280, "height": 900})
+        page.locator(".primary-toggle").locator("visible=true").first.click()
+        assert page.evaluate("document.getElementById('pst-primary-sidebar').classList"
+                             ".contains('pst-sidebar-hidden')")
+        assert not errors, errors
+    finally:
+        context.close()
+    context = browser.new_context(viewport=PHONE, color_scheme="dark")
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/intro.html", wait_until="load")
+        assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    finally:
+        context.close()
+
+
+def test_back_after_moving_a_control_shows_what_the_controls_say(site, browser):
+    """From disk (no back-forward cache restores the page), Back to a chapter whose controls the
+    reader moved: the browser restores the controls, and the figure and status follow them."""
+    chapter = (site / "notebooks" / "05_multihead_attention.html").as_uri()
+    context = browser.new_context(viewport=PHONE)
+    try:
+        page = context.new_page()
+        page.goto(chapter, wait_until="load")
+        page.locator(".explorer select").first.select_option("2")
+        page.locator(".explorer-heads button").last.click()
+        status = page.locator(".explorer-status").first.text_content()
+        state = page.locator(".explorer").first.get_attribute("data-state")
+        page.goto((site / "intro.html").as_uri(), wait_until="load")
+        page.go_back(wait_until="load")
+        page.wait_for_function("document.querySelector('.explorer')?.dataset.ready === 'true'")
+        page.wait_for_timeout(200)
+        assert page.locator(".explorer-status").first.text_content() == status
+        assert page.locator(".explorer").first.get_attribute("data-state") == state
+    finally:
+        context.close()

@@ -27,6 +27,7 @@ from bs4 import BeautifulSoup
 from test_book import (  # noqa: F401 (axe, browser: fixtures)
     EXPLORER_CHAPTERS,
     PAGES,
+    PHONE,
     SHOTS,
     _QuietHandler,
     _record_timings,
@@ -132,18 +133,76 @@ def test_no_english_prose_left_on_a_chinese_chapter_page(page, server, browser):
                       f"{name}.po, docs/translating.md): {left[:5]}")
 
 
-def test_chinese_search_finds_the_chapter(server, browser):  # noqa: F811
-    # Sphinx indexes Chinese words cut by jieba; its search box does not cut a query, so a reader
-    # types words (汇聚, or 注意力 汇聚 with a space), not a whole phrase.
-    context = browser.new_context()
+# Compound terms as a Chinese reader types them, without spaces, and a chapter each must find.
+SEARCHES = {
+    "汇聚": "01_attention_cues",
+    "位置编码": "06_self_attention_positional_encoding",
+    "注意力汇聚": "02_attention_pooling",
+    "核回归": "02_attention_pooling",
+    "多头注意力": "05_multihead_attention",
+    "旋转位置编码": "06_self_attention_positional_encoding",
+    "自注意力": "07_transformer",
+}
+
+
+def _search(tab, url: str) -> list[str]:
+    tab.goto(url, wait_until="load")
+    tab.wait_for_function("document.querySelector('#search-results .search-summary')?.textContent",
+                          timeout=60_000)
+    return tab.eval_on_selector_all("#search-results li a", "links => links.map(a => a.href)")
+
+
+def test_chinese_search_finds_compound_terms_typed_without_spaces(server, sites, browser):  # noqa: F811
+    """Sphinx indexes the Chinese words jieba cuts (with the glossary's terms as its dictionary);
+    site.js cuts a query into the index's words the same way. From disk the results come without
+    excerpts, the page says why, and nothing fails in the console."""
+    context = browser.new_context(viewport=PHONE)
     try:
         tab = context.new_page()
-        tab.goto(f"{server}/zh/search.html?q=汇聚", wait_until="load")
-        tab.wait_for_selector("#search-results li", timeout=60_000)
-        hits = tab.eval_on_selector_all("#search-results li a", "links => links.map(a => a.href)")
+        for query, chapter in SEARCHES.items():
+            hits = _search(tab, f"{server}/zh/search.html?q={query}")
+            assert any(f"notebooks/{chapter}.html" in h for h in hits), (query, hits)
+        errors = []
+        tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        tab.on("pageerror", lambda e: errors.append(str(e)))
+        hits = _search(tab, (sites / "zh" / "search.html").as_uri() + "?q=位置编码")
+        assert any("06_self_attention_positional_encoding" in h for h in hits), hits
+        tab.wait_for_timeout(500)
+        assert tab.locator(".search-file-note").count() == 1
+        assert not errors, errors
     finally:
         context.close()
-    assert any("notebooks/01_attention_cues.html" in h for h in hits), hits
+
+
+@pytest.mark.parametrize("page", CHAPTER_PAGES)
+def test_sections_have_the_english_sites_anchors(page, sites):
+    """Switching language keeps the reader's section: a section's anchor is the same in both."""
+    def anchors(path: Path) -> list[str]:
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        return [s["id"] for s in soup.select("main section[id]")]
+
+    assert anchors(sites / "zh" / f"{page}.html") == anchors(sites / f"{page}.html")
+
+
+def test_both_editions_weigh_at_most_75_mb(sites):
+    size = sum(f.stat().st_size for f in sites.rglob("*") if f.is_file())
+    assert size <= 75e6, f"the two sites weigh {size / 1e6:.1f} MB"
+
+
+def test_a_chinese_diagram_opens_full_size_with_one_tap(server, browser):  # noqa: F811
+    context = browser.new_context(viewport=PHONE, has_touch=True)
+    try:
+        tab = context.new_page()
+        tab.goto(f"{server}/zh/notebooks/07_transformer.html", wait_until="load")
+        link = tab.locator("a.diagram-open").first
+        link.scroll_into_view_if_needed()
+        link.tap()
+        tab.wait_for_function("document.querySelector('dialog.diagram-viewer').open")
+        assert re.search(r"[\u3400-\u9fff]", tab.locator("dialog.diagram-viewer button").text_content())
+        tab.keyboard.press("Escape")
+        tab.wait_for_function("!document.querySelector('dialog.diagram-viewer').open")
+    finally:
+        context.close()
 
 
 # --------------------------------------------------------------------------- figure numbers
@@ -275,8 +334,14 @@ def test_chinese_explorers_show_the_saved_states_with_chinese_labels(chapter, si
     nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text(encoding="utf-8"))
     states = explorer_states(nb, chapter)
     # The Chinese pages show the English site's images (_static/explorer/, not a second copy).
-    timings, labels = check_explorers(browser, f"{server}/zh/notebooks/{chapter}.html", states, sites)
-    _record_timings(f"zh/notebooks/{chapter}", timings)
+    # On a phone-sized screen, tapped (the English site's test does the desktop)
+    timings, labels = check_explorers(browser, f"{server}/zh/notebooks/{chapter}.html", states, sites,
+                                      viewport=PHONE)
+    readouts = timings.pop("readouts", [])
+    _record_timings(f"zh/notebooks/{chapter} (phone)", timings)
+    for text in readouts:  # one language: the readout's words are Chinese (figure titles aside)
+        said = text.split(": ", 1)[-1] if text.count(": ") > 1 else text
+        assert not re.search(r"\b(quer(y|ies)|keys?|row|column|value|weight|source|output)\b", said), text
     english = [[c["label"] for c in data["controls"]] for data in states]
     assert len(labels) == len(english)
     for zh, en in zip(labels, english, strict=True):

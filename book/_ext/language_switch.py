@@ -11,12 +11,17 @@ a screen reader reads them as English (WCAG 3.1.2); the navigation marks its tit
 (``book.build.stage_zh``).
 """
 
+import pickle
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.locale import get_translation
+from sphinx.transforms import SphinxTransform
+from sphinx.util import logging
 
 _ = get_translation("sphinx")  # the Chinese site's words: book/interface.py
+logger = logging.getLogger(__name__)
 
 
 def _chinese(app: Sphinx) -> bool:
@@ -63,8 +68,41 @@ def _mark_english_parts(app: Sphinx, exception) -> None:
             path.write_text(str(soup), encoding="utf-8")
 
 
+class EnglishSectionIds(SphinxTransform):
+    """On the Chinese site, each section takes the anchor of the English section at the same
+    place (its id in the English site's doctree, ``english_doctrees``), ahead of its own: a
+    Chinese heading gives docutils no letters to make an id of ("#id11", which moves whenever a
+    section is added), and the language link (``_js/site.js``) keeps the reader's section only if
+    both editions name it alike. A page whose sections do not pair up keeps its own ids."""
+
+    default_priority = 890
+
+    def apply(self, **kwargs) -> None:
+        folder = self.config.english_doctrees
+        if not folder or not _chinese(self.app):
+            return
+        path = Path(folder) / f"{self.env.docname}.doctree"
+        if not path.is_file():
+            return
+        with path.open("rb") as f:
+            english = pickle.load(f)
+        names = [s["ids"][0] for s in english.findall(nodes.section) if s["ids"]]
+        sections = [s for s in self.document.findall(nodes.section) if s["ids"]]
+        if len(names) != len(sections):
+            logger.warning("%s: %d sections, the English page has %d: its anchors stay its own",
+                           self.env.docname, len(sections), len(names))
+            return
+        for section, name in zip(sections, names, strict=True):
+            if section["ids"][0] == name or name in self.document.ids:
+                continue
+            section["ids"].insert(0, name)
+            self.document.ids[name] = section
+
+
 def setup(app: Sphinx) -> dict:
     app.add_config_value("english_pages", [], "html", types=[list])
+    app.add_config_value("english_doctrees", "", "env", types=[str])
+    app.add_transform(EnglishSectionIds)
     app.connect("html-page-context", _link)
     app.connect("build-finished", _mark_english_parts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -9,6 +9,13 @@
   image: MyST-NB wraps every displayed output of the cell in a figure, so a cell that also shows a
   table or a widget snapshot's note would repeat the caption. Figures without an image are
   unwrapped before the figures are numbered.
+* The theme's header bar is not drawn: pydata-sphinx-theme 0.17 fills its ``navbar_persistent``
+  with a search field whenever the site's options do not name it, although sphinx-book-theme
+  (which draws its own search field and toggles) leaves it empty. That bar held a second
+  "primary" and "secondary" sidebar toggle, first in the page, and both themes' scripts wire only
+  the first ``.primary-toggle`` / ``.secondary-toggle`` they find: the visible menu and contents
+  buttons opened nothing, at any width (pydata-sphinx-theme issue 2451).
+* The words ``_js/site.js`` shows (the diagram viewer, the search note) in the page's language.
 * Chinese text in English pages (the glossaries) is marked ``lang="zh-Hans"``, so a screen reader
   reads it as Chinese (WCAG 3.1.2, language of parts). The mark is an inline node that keeps its
   text: a figure whose caption is all Chinese still has a caption to number.
@@ -130,7 +137,33 @@ def _ancestors(node):
         node = node.parent
 
 
+def _no_header_bar(app: Sphinx, config) -> None:
+    options = dict(config.html_theme_options or {})
+    options.setdefault("navbar_persistent", [])
+    config.html_theme_options = options
+
+
+# The words of _js/site.js (book/interface.py lists them for the Chinese catalogue).
+SITE_WORDS = (
+    "Diagram, full size",
+    "Close",
+    "Open the diagram full size",
+    "Opened from disk, the search lists the pages without excerpts: a page read from a file may "
+    "not read the others. Serve the site (python -m http.server -d build/book) to see them.",
+)
+
+
+def _site_words(app: Sphinx) -> None:
+    import json
+
+    words = {w: str(_(w)) for w in SITE_WORDS}
+    app.add_js_file(None, body="window.BOOK_WORDS = " + json.dumps(words, ensure_ascii=False) + ";",
+                    priority=100)
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", _no_header_bar)
+    app.connect("builder-inited", _site_words)
     app.connect("html-page-context", _offline_assets, priority=900)
     app.connect("html-page-context", _named_toc_toggles, priority=900)
     app.add_transform(UnwrapFiguresWithoutImage)

@@ -6,6 +6,12 @@
   "use strict";
 
   const fill = (template, values) => template.replace(/\{(\w+)\}/g, (m, k) => (k in values ? values[k] : m));
+  // A sentence whose last value already ends in a full stop ("go .") gets no second one ("go ..").
+  const sentence = (template, values) => {
+    const text = fill(template, values);
+    return /[.。]$/.test(String(values.settings || "")) && /\{settings\}[.。]$/.test(template)
+      ? text.slice(0, -1) : text;
+  };
 
   function setUp(box) {
     const data = JSON.parse(box.querySelector("script.explorer-data").textContent);
@@ -19,7 +25,12 @@
     box.explorer = data;
 
     const indices = () => inputs.map((el) => (el.type === "checkbox" ? (el.checked ? 1 : 0) : Number(el.value)));
-    const settings = (idx) => data.controls.map((c, i) => `${c.label} = ${c.labels[idx[i]]}`).join("; ");
+    const settings = (idx) => data.controls.map((c, i) => `${c.label} = ${c.labels[idx[i]]}`)
+      .join(data.words["; "] || "; ");
+    // The cell's caption says what the figure shows: the chapter's own caption for the state the
+    // page opens with, the current setting and the figure's titles after any move.
+    const caption = cell.querySelector("figcaption .caption-text");
+    const firstCaption = caption ? caption.textContent : "";
     const stateOf = (idx) => {
       let k = 0;
       data.controls.forEach((c, i) => { k = k * c.labels.length + idx[i]; });
@@ -50,7 +61,12 @@
         img.dataset.figure = String(i);
       });
       if (textBox) textBox.textContent = view.text;
-      status.textContent = fill(data.words["Showing {settings}."], { settings: said });
+      if (caption) {
+        caption.textContent = viewIndex === first ? firstCaption : sentence(data.words["Shown: {settings}."], {
+          settings: [said, ...view.figures.map((f) => f.about).filter(Boolean)].join(data.words["; "] || "; "),
+        });
+      }
+      status.textContent = sentence(data.words["Showing {settings}."], { settings: said });
       box.dataset.state = String(viewIndex);
       showHeads(idx);
     }
@@ -98,14 +114,43 @@
 
     inputs.forEach((el) => el.addEventListener("input", show));
     inputs.forEach((el) => el.addEventListener("change", show));
-    first = stateOf(indices());
+    // The state the page was built with; the browser may give the controls other values (a page
+    // restored by Back or Forward, or a reload, keeps what the reader chose): show what they say.
+    first = data.states[data.first];
     images.forEach((img, i) => {
       img.dataset.view = String(first);
       img.dataset.figure = String(i);
       heatmapPointer(img, data);
     });
     box.dataset.state = String(first);
+    // A figure whose heatmap cells are too small to point at (chapter 9's masks: 36 columns in a
+    // fifth of the figure) can be enlarged: it then scrolls sideways in its own box, its cells at
+    // least 14 CSS pixels wide, and the readout still names the cell under the finger.
+    const smallest = Math.min(...data.views.flatMap((v) => v.figures.flatMap(
+      (f) => (f.heat || []).map((h) => (h.box[2] - h.box[0]) / h.n[1]))));
+    if (smallest < 0.03) {
+      const zoom = document.createElement("button");
+      zoom.type = "button";
+      zoom.className = "explorer-zoom-button";
+      zoom.textContent = data.words["Enlarge the figure"];
+      zoom.setAttribute("aria-pressed", "false");
+      zoom.addEventListener("click", () => {
+        const on = zoom.getAttribute("aria-pressed") !== "true";
+        zoom.setAttribute("aria-pressed", String(on));
+        cell.querySelectorAll(".explorer-figure").forEach((wrap) => {
+          const pane = wrap.parentElement;
+          pane.classList.toggle("explorer-zoomed", on);
+          wrap.style.width = on ? `${Math.ceil(14 / smallest)}px` : "";
+        });
+      });
+      status.before(zoom);
+    }
+    // Controls the browser restored to other values than the page's (Back, Forward, a reload)
+    // are shown as they say, at once and whenever the page is shown again.
+    const sync = () => { if (Number(box.dataset.state) !== stateOf(indices())) show(); };
     showHeads(indices());
+    sync();
+    window.addEventListener("pageshow", sync);
     box.dataset.ready = "true";
   }
 
@@ -137,6 +182,17 @@
     updateFocusable();
     new MutationObserver(() => { updateFocusable(); hide(); }).observe(img, { attributes: true, attributeFilter: ["src"] });
 
+    // The axes' own names in the book's words: "query"/"key" wherever an axis holds queries or
+    // keys (the chapters write "Queries", "queries", "keys; cache keeps 12"), translated on the
+    // Chinese site. An axis name is used only where both axes have one (or the rows are queries,
+    // whose columns are keys); an image's lone axis label ("test digit") does not name its rows.
+    const w = data.words;
+    const axisName = (label) => {
+      const name = String(label || "").trim();
+      if (/^quer(y|ies)\b/i.test(name)) return w.query;
+      if (/^keys?\b/i.test(name)) return w.key;
+      return w[name] || name;
+    };
     function describe(h, r, c) {
       const v = h.v[r * h.n[1] + c];
       // A cell the axis names (a token, a tick label) by that name, any other by its index from 0,
@@ -144,28 +200,50 @@
       const at = (names, i) => names?.[i] ?? String(i);
       const row = at(h.rows, r);
       const col = at(h.cols, c);
-      const [rowName, colName, valueName] = h.lab;
+      let rowName = axisName(h.lab[0]);
+      let colName = axisName(h.lab[1]);
+      if (rowName === w.query && !colName) colName = w.key;
+      if (!rowName || !colName) { rowName = w.row; colName = w.column; }
+      const valueName = axisName(h.lab[2]) || w.value;
       const head = h.title ? `${h.title}: ` : "";
-      const w = data.words;
-      return `${head}${rowName || w.row} ${row}, ${colName || w.column} ${col}: ${valueName || w.value} ${v === null ? "–" : v}`;
+      return `${head}${rowName} ${row}, ${colName} ${col}: ${valueName} ${v === null ? "–" : v}`;
+    }
+    // The readout sits inside the figure's width, below the cell it names (above it when the cell
+    // is near the figure's foot), so it never covers that cell nor widens the page.
+    function place(cellBox) {
+      const width = wrap.clientWidth;
+      const height = wrap.clientHeight;
+      tip.style.maxWidth = `${Math.max(width, 160)}px`;
+      tip.style.left = "0px";
+      tip.style.top = "0px";
+      const tw = tip.offsetWidth;
+      const th = tip.offsetHeight;
+      const [left, top, right, bottom] = cellBox.map((f, i) => f * (i % 2 ? height : width));
+      const x = Math.max(0, Math.min(width - tw, (left + right) / 2 - tw / 2));
+      const below = bottom + 4 + th <= height || top - 4 - th < 0;
+      tip.style.left = `${x}px`;
+      tip.style.top = `${below ? bottom + 4 : top - 4 - th}px`;
     }
     function showCell(k, r, c) {
       const h = heats()[k];
       if (!h) return;
       const [x0, y0, x1, y1] = h.box;
-      const w = (x1 - x0) / h.n[1];
-      const hgt = (y1 - y0) / h.n[0];
+      const cw = (x1 - x0) / h.n[1];
+      const ch = (y1 - y0) / h.n[0];
       Object.assign(mark.style, {
-        left: `${100 * (x0 + c * w)}%`, top: `${100 * (y0 + r * hgt)}%`,
-        width: `${100 * w}%`, height: `${100 * hgt}%`,
+        left: `${100 * (x0 + c * cw)}%`, top: `${100 * (y0 + r * ch)}%`,
+        width: `${100 * cw}%`, height: `${100 * ch}%`,
       });
       mark.hidden = false;
       tip.textContent = describe(h, r, c);
-      tip.style.left = `${100 * Math.min(x0 + (c + 1) * w, 0.6)}%`;
-      tip.style.top = `${100 * (y0 + (r + 1) * hgt)}%`;
       tip.hidden = false;
+      place([x0 + c * cw, y0 + r * ch, x0 + (c + 1) * cw, y0 + (r + 1) * ch]);
+      shown = true;
     }
-    function hide() { mark.hidden = true; tip.hidden = true; }
+    let shown = false;
+    function hide() { mark.hidden = true; tip.hidden = true; shown = false; }
+    // Escape dismisses the readout (WCAG 1.4.13), under the pointer or the keyboard's cursor.
+    document.addEventListener("keydown", (e) => { if (e.key === "Escape" && shown) hide(); });
     function cellAt(fx, fy) {
       const hs = heats();
       for (let k = 0; k < hs.length; k++) {
@@ -177,6 +255,11 @@
       return null;
     }
     img.addEventListener("mousemove", (e) => {
+      const rect = img.getBoundingClientRect();
+      const hit = cellAt((e.clientX - rect.left) / rect.width, (e.clientY - rect.top) / rect.height);
+      if (hit) showCell(...hit); else hide();
+    });
+    img.addEventListener("click", (e) => {
       const rect = img.getBoundingClientRect();
       const hit = cellAt((e.clientX - rect.left) / rect.width, (e.clientY - rect.top) / rect.height);
       if (hit) showCell(...hit); else hide();

@@ -1,0 +1,123 @@
+// The book's additions to the theme's pages (docs/book.md): diagrams open full size with one tap,
+// switching language keeps the reader's section, and the search finds Chinese compound terms typed
+// without spaces, also from a site opened straight from disk.
+(() => {
+  "use strict";
+
+  const words = () => window.BOOK_WORDS || {};
+  const say = (text) => words()[text] || text;
+
+  // ---------------------------------------------------------------- search
+  // Sphinx's search looks each query word up in the index, whose Chinese words jieba cut out of the
+  // pages (book/build.py gives it the glossary's terms as a dictionary). A reader types a Chinese
+  // phrase without spaces ("旋转位置编码"): it is cut here into the index's longest words, as jieba
+  // cut the pages. A query word the index holds whole is kept whole.
+  const CJK = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/;
+  const defaultSplit = (query) => query
+    .split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu)
+    .filter((term) => term);
+  const indexed = () => {
+    const index = typeof Search !== "undefined" ? Search._index : null; // eslint-disable-line no-undef
+    return index ? (t) => t in index.terms || t in index.titleterms : null;
+  };
+  function segment(word, has) {
+    if (!has || !CJK.test(word) || has(word.toLowerCase())) return [word];
+    const pieces = [];
+    // runs of Chinese characters are cut; anything else in the word stays as it was typed
+    for (const run of word.match(/[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+/g)) {
+      if (!CJK.test(run)) { pieces.push(run); continue; }
+      let i = 0;
+      while (i < run.length) {
+        let len = Math.min(8, run.length - i);
+        while (len > 1 && !has(run.slice(i, i + len))) len -= 1;
+        if (len > 1) pieces.push(run.slice(i, i + len)); // a lone character is no index word
+        i += len;
+      }
+    }
+    return pieces.length ? pieces : [word];
+  }
+  window.splitQuery = (query) => defaultSplit(query).flatMap((word) => segment(word, indexed()));
+
+  // A page opened from disk (file://) may not read the other pages (the browser's rule): the
+  // results are listed without their excerpts, and the page says why.
+  // (documentation_options.js declares it with const: a global name, not a property of window)
+  if (location.protocol === "file:" && typeof DOCUMENTATION_OPTIONS !== "undefined") {
+    DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false; // eslint-disable-line no-undef
+  }
+
+  const ready = (fn) => (document.readyState === "loading"
+    ? document.addEventListener("DOMContentLoaded", fn) : fn());
+
+  ready(() => {
+    const results = document.getElementById("search-results");
+    if (results && location.protocol === "file:") {
+      const note = document.createElement("p");
+      note.className = "search-file-note";
+      note.textContent = say("Opened from disk, the search lists the pages without excerpts: a page read from a file may not read the others. Serve the site (python -m http.server -d build/book) to see them.");
+      results.before(note);
+    }
+
+    // ---------------------------------------------------------------- language
+    // The link to the other language goes to the section the reader is in: both editions give a
+    // section the same anchor (book/_ext/language_switch.py).
+    document.querySelectorAll(".language-switch a").forEach((link) => {
+      const go = () => {
+        const base = link.getAttribute("href").split("#")[0];
+        let here = location.hash.slice(1);
+        for (const section of document.querySelectorAll("main section[id]")) {
+          const heading = section.querySelector("h1, h2, h3, h4, h5, h6");
+          if (heading && heading.getBoundingClientRect().top <= 120) here = section.id;
+        }
+        link.setAttribute("href", here ? `${base}#${here}` : base);
+      };
+      link.addEventListener("click", go);
+      link.addEventListener("focus", go);
+      link.addEventListener("mouseenter", go);
+    });
+
+    // ---------------------------------------------------------------- diagrams
+    // A diagram opens full size in a dialog with one tap (or Enter); Escape, the close button or
+    // the browser's Back closes it. Without JavaScript the link opens the drawing itself.
+    const diagrams = document.querySelectorAll("figure.diagram img");
+    if (!diagrams.length) return;
+    const dialog = document.createElement("dialog");
+    dialog.className = "diagram-viewer";
+    dialog.setAttribute("aria-label", say("Diagram, full size"));
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "diagram-viewer-close";
+    close.textContent = say("Close");
+    const pane = document.createElement("div");
+    pane.className = "diagram-viewer-pane";
+    dialog.append(close, pane);
+    document.body.appendChild(dialog);
+    close.addEventListener("click", () => dialog.close());
+    dialog.addEventListener("close", () => {
+      pane.replaceChildren(); // no image without a source left in the page
+      if (history.state && history.state.diagram) history.back();
+    });
+    window.addEventListener("popstate", () => { if (dialog.open) dialog.close(); });
+    diagrams.forEach((img) => {
+      const link = document.createElement("a");
+      link.className = "diagram-open";
+      link.href = img.getAttribute("src");
+      link.title = say("Open the diagram full size");
+      img.replaceWith(link);
+      link.appendChild(img);
+      link.addEventListener("click", (e) => {
+        e.preventDefault();
+        const big = document.createElement("img");
+        pane.replaceChildren(big);
+        big.src = img.src;
+        big.alt = img.alt;
+        // at least the drawing's own size, and a fifth larger on a narrow screen, so that its
+        // smallest labels are read at 9 CSS pixels or more
+        const natural = img.naturalWidth || 720;
+        big.style.width = `${Math.max(natural * 1.25, Math.min(window.innerWidth - 32, 1400))}px`;
+        history.pushState({ diagram: true }, "");
+        dialog.showModal();
+        pane.scrollTo(0, 0);
+      });
+    });
+  });
+})();
