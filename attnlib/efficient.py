@@ -43,7 +43,8 @@ from .snail import IGNORE, CausalTransformerTagger, make_recall_task
 
 def blockwise_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
                         mask: torch.Tensor | None = None, causal: bool = False,
-                        block_size: int = 128, scale: float | None = None) -> torch.Tensor:
+                        block_size: int = 128, scale: float | None = None,
+                        query_block_size: int = 512) -> torch.Tensor:
     """``softmax(q k^T * scale) v`` computed one block of ``block_size`` keys at a time.
 
     Shapes as :func:`attnlib.scoring.scaled_dot_product`: queries ``(..., q, d)``, keys
@@ -51,11 +52,13 @@ def blockwise_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch
     (True = attend): ``(k,)`` or ``(..., 1, k)`` for padding, which stays that small;
     ``causal`` aligns the last query with the last key. :func:`online_softmax_attention` does
     the work for a block of queries. Without ``causal`` every query sees every block of keys,
-    and all queries go at once. With ``causal`` the queries go in blocks of ``block_size`` too,
+    and all queries go at once. With ``causal`` the queries go in blocks of ``query_block_size``,
     and each block stops at its last query's position: the key blocks above the diagonal, which
     no query of the block may see, are never scored (FlashAttention's causal kernels skip them
-    the same way), about half of them for ``q = k``. The result equals the full softmax, yet
-    every temporary, the causal mask included, is ``(..., q or block_size, block_size)``. A query
+    the same way), a fraction ``(T + 1) / 2T`` of the work with ``T`` blocks of queries for
+    ``q = k``, half as ``T`` grows. (Smaller query blocks skip more, in more steps, each paying
+    Python's overhead.) The result equals the full softmax, yet every temporary, the causal mask
+    included, is ``(..., q or query_block_size, block_size)``. A query
     with no visible key returns zeros; a key/value position that the mask hides from every query
     is ignored, even when it holds NaN or inf (the rule of
     :func:`~attnlib.scoring.scaled_dot_product`). Half-precision inputs are summed in float32,
@@ -63,11 +66,12 @@ def blockwise_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch
     """
     _check_sdp(queries, keys, values, mask, causal, 0.0, scale)
     check_int("block_size", block_size)
+    check_int("query_block_size", query_block_size)
     nq, nk = queries.shape[-2], keys.shape[-2]
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
     if mask is not None and mask.dim() == 1:
         mask = mask.unsqueeze(0)  # (1, k): a padding mask, the same for every query
-    rows_at_once = block_size if causal else nq  # only a causal mask lets a query block stop early
+    rows_at_once = query_block_size if causal else nq  # only a causal mask lets a block stop early
     outs = []
     for first in range(0, nq, rows_at_once):
         rows = slice(first, first + rows_at_once)

@@ -144,8 +144,9 @@ def test_blockwise_takes_every_mask_shape_it_promises(shape, causal, nq):
     mask[..., -1] = True  # every query sees a key, even under the causal mask
     full = pad_to(mask, nq) & (A.causal_mask(nq, nk) if causal else True)
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=full)
-    for block_size in (1, 4, 64):
-        got = E.blockwise_attention(q, k, v, mask, causal=causal, block_size=block_size)
+    for block_size, query_block_size in ((1, 1), (4, 3), (4, 512), (64, 64)):
+        got = E.blockwise_attention(q, k, v, mask, causal=causal, block_size=block_size,
+                                    query_block_size=query_block_size)
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
@@ -171,17 +172,22 @@ def score_blocks(fn):
 @pytest.mark.parametrize("n, block_size", [(256, 32), (250, 32), (64, 64)])
 def test_causal_blockwise_skips_the_blocks_above_the_diagonal(n, block_size):
     """With causal=True the queries go in blocks too, and each stops at its last query: with
-    T = ceil(n / block) blocks, T (T + 1) / 2 blocks of scores instead of T^2, about half."""
+    T = ceil(n / block) blocks of queries and of keys, T (T + 1) / 2 blocks of scores instead of
+    T^2, about half."""
     q, k, v = (torch.randn(1, 1, n, 8) for _ in range(3))
     full = score_blocks(lambda: E.blockwise_attention(q, k, v, block_size=block_size))
-    causal = score_blocks(lambda: E.blockwise_attention(q, k, v, causal=True, block_size=block_size))
+    causal = score_blocks(lambda: E.blockwise_attention(q, k, v, causal=True, block_size=block_size,
+                                                        query_block_size=block_size))
     assert full == n * n
     rows = [min(block_size, n - s) for s in range(0, n, block_size)]  # each query block's size
     assert causal == sum(r * min(n, s + r) for r, s in zip(rows, range(0, n, block_size), strict=True))
     if n // block_size >= 8:
         assert causal < 0.6 * full
-    torch.testing.assert_close(E.blockwise_attention(q, k, v, causal=True, block_size=block_size),
-                               F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-5, rtol=1e-5)
+    for query_block_size in (block_size, 512):
+        torch.testing.assert_close(E.blockwise_attention(q, k, v, causal=True, block_size=block_size,
+                                                         query_block_size=query_block_size),
+                                   F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                                   atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
