@@ -1,8 +1,10 @@
 """Chapter 9: attention at scale, the four ways models cut its time and memory.
 
 * :func:`blockwise_attention`: exact softmax attention computed one block of keys at a time
-  with a running maximum and sum (the online softmax of Milakov & Gimelshein, 2018, which
-  FlashAttention runs in on-chip memory; Dao et al., 2022): no ``queries x keys`` matrix;
+  with a running maximum and sum (the online softmax of Milakov & Gimelshein, 2018, applied to
+  attention by Rabe & Staats, 2021, and run in on-chip memory by FlashAttention, Dao et al.,
+  2022; the update keeps the output unnormalised to the end, as FlashAttention-2 does, Dao,
+  2023): no ``queries x keys`` matrix, and with a causal mask no block above the diagonal;
 * grouped-query attention is ``MultiHeadAttention(..., num_kv_heads=g)`` in
   :mod:`attnlib.multihead`;
 * :func:`sliding_window_mask`, :class:`WindowKVCache`, :class:`EfficientLM`: local attention
@@ -41,62 +43,94 @@ from .snail import IGNORE, CausalTransformerTagger, make_recall_task
 
 def blockwise_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
                         mask: torch.Tensor | None = None, causal: bool = False,
-                        block_size: int = 128, scale: float | None = None) -> torch.Tensor:
-    """``softmax(q k^T * scale) v`` walking over blocks of ``block_size`` keys.
+                        block_size: int = 128, scale: float | None = None,
+                        query_block_size: int = 512) -> torch.Tensor:
+    """``softmax(q k^T * scale) v`` computed one block of ``block_size`` keys at a time.
 
     Shapes as :func:`attnlib.scoring.scaled_dot_product`: queries ``(..., q, d)``, keys
     ``(..., k, d)``, values ``(..., k, d_v)``, ``mask`` bool broadcastable to ``(..., q, k)``
-    (True = attend; a padding mask ``(..., 1, k)`` stays that small); ``causal`` aligns the last
-    query with the last key. Each query keeps a running maximum ``m`` of its scores, a running
-    sum ``ell`` of ``exp(score - m)`` and a running weighted sum of values; when a block raises
-    the maximum, what was summed before is rescaled by ``exp(m_old - m_new)``. The result equals
-    the full softmax, yet every temporary, the causal mask included, is ``(..., q, block_size)``:
-    each block's mask is made from positions inside the loop. A query with no visible key
-    returns zeros; a key/value position that the mask hides from every query is ignored, even
-    when it holds NaN or inf (the rule of :func:`~attnlib.scoring.scaled_dot_product`).
-    Half-precision inputs are summed in float32, as fused kernels keep their running statistics.
+    (True = attend): ``(k,)`` or ``(..., 1, k)`` for padding, which stays that small;
+    ``causal`` aligns the last query with the last key. :func:`online_softmax_attention` does
+    the work for a block of queries. Without ``causal`` every query sees every block of keys,
+    and all queries go at once. With ``causal`` the queries go in blocks of ``query_block_size``,
+    and each block stops at its last query's position: the key blocks above the diagonal, which
+    no query of the block may see, are never scored (FlashAttention's causal kernels skip them
+    the same way), a fraction ``(T + 1) / 2T`` of the work with ``T`` blocks of queries for
+    ``q = k``, half as ``T`` grows. (Smaller query blocks skip more, in more steps, each paying
+    Python's overhead.) The result equals the full softmax, yet every temporary, the causal mask
+    included, is ``(..., q or query_block_size, block_size)``. A query
+    with no visible key returns zeros; a key/value position that the mask hides from every query
+    is ignored, even when it holds NaN or inf (the rule of
+    :func:`~attnlib.scoring.scaled_dot_product`). Half-precision inputs are summed in float32,
+    as fused kernels keep their running statistics.
     """
     _check_sdp(queries, keys, values, mask, causal, 0.0, scale)
     check_int("block_size", block_size)
+    check_int("query_block_size", query_block_size)
     nq, nk = queries.shape[-2], keys.shape[-2]
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
+    if mask is not None and mask.dim() == 1:
+        mask = mask.unsqueeze(0)  # (1, k): a padding mask, the same for every query
+    rows_at_once = query_block_size if causal else nq  # only a causal mask lets a block stop early
+    outs = []
+    for first in range(0, nq, rows_at_once):
+        rows = slice(first, first + rows_at_once)
+        query_pos = torch.arange(nk - nq, nk, device=queries.device)[rows, None]  # (rows, 1)
+        seen = nk if not causal else nk - nq + min(first + rows_at_once, nq)  # keys these rows may see
+        rows_mask = None if mask is None else mask[..., rows, :] if mask.shape[-2] > 1 else mask
+        outs.append(online_softmax_attention(queries[..., rows, :], keys[..., :seen, :],
+                                             values[..., :seen, :], rows_mask, causal, query_pos,
+                                             block_size, scale))  # (..., rows, d_v)
+    return torch.cat(outs, dim=-2)  # (..., q, d_v)
+
+
+def online_softmax_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                             mask: torch.Tensor | None, causal: bool, query_pos: torch.Tensor,
+                             block_size: int, scale: float) -> torch.Tensor:
+    """One block of queries ``(..., rows, d)`` over ``keys``, ``values`` ``(..., k, d)``, walking
+    over blocks of ``block_size`` keys (the loop of :func:`blockwise_attention`; ``query_pos``
+    ``(rows, 1)``: the queries' key positions, ``mask`` ``(..., 1 or rows, k)`` or None).
+
+    Each query keeps a running maximum ``m`` of its scores, a running sum ``ell`` of
+    ``exp(score - m)`` and a running weighted sum ``acc`` of the values; when a block raises the
+    maximum, what was summed before is rescaled by ``exp(m_old - m_new)``, and ``acc / ell`` after
+    the last block is the softmax-weighted average. Returns ``(..., rows, d_v)``."""
     wide = torch.float32 if queries.dtype in (torch.float16, torch.bfloat16) else queries.dtype
-    q = queries.to(wide) * scale  # (..., q, d)
-    m = torch.full_like(q[..., :1], float("-inf"))  # (..., q, 1): running max of the scores
-    ell = torch.zeros_like(m)  # (..., q, 1): running sum of exp(score - m)
-    acc = q.new_zeros(*q.shape[:-1], values.shape[-1])  # (..., q, d_v): running sum of weights * v
-    query_pos = torch.arange(nk - nq, nk, device=q.device)[:, None]  # (q, 1): the last nq positions
-    for start in range(0, nk, block_size):
+    q = queries.to(wide) * scale  # (..., rows, d)
+    m = torch.full_like(q[..., :1], float("-inf"))  # (..., rows, 1): running max of the scores
+    ell = torch.zeros_like(m)  # (..., rows, 1): running sum of exp(score - m)
+    acc = q.new_zeros(*q.shape[:-1], values.shape[-1])  # (..., rows, d_v): running sum of weights * v
+    for start in range(0, keys.shape[-2], block_size):
         k = keys[..., start:start + block_size, :].to(wide)  # (..., block, d)
         v = values[..., start:start + block_size, :].to(wide)  # (..., block, d_v)
-        s = q @ k.transpose(-2, -1)  # (..., q, block)
-        seen = block_mask(mask, causal, query_pos, start, k.shape[-2])  # (..., 1 or q, block) or None
+        s = q @ k.transpose(-2, -1)  # (..., rows, block)
+        seen = block_mask(mask, causal, query_pos, start, k.shape[-2])  # (..., 1 or rows, block) or None
         if seen is not None:
             s = s.masked_fill(~seen, float("-inf"))
             v = torch.where(seen.any(-2).unsqueeze(-1), v, 0.0)  # values no query sees: 0, not 0 * NaN
-        m_new = torch.maximum(m, s.amax(-1, keepdim=True))  # (..., q, 1)
+        m_new = torch.maximum(m, s.amax(-1, keepdim=True))  # (..., rows, 1)
         shift = m_new.masked_fill(m_new == float("-inf"), 0.0)  # nothing seen yet: exp(-inf) = 0
-        p = torch.exp(s - shift)  # (..., q, block): unnormalised weights of this block
-        rescale = torch.exp(m - shift)  # (..., q, 1): old sums were relative to the old max
+        p = torch.exp(s - shift)  # (..., rows, block): unnormalised weights of this block
+        rescale = torch.exp(m - shift)  # (..., rows, 1): old sums were relative to the old max
         ell = ell * rescale + p.sum(-1, keepdim=True)
-        acc = acc * rescale + p @ v  # (..., q, d_v)
+        acc = acc * rescale + p @ v  # (..., rows, d_v)
         m = m_new
-    out = acc / torch.where(ell > 0, ell, 1.0)  # (..., q, d_v); rows that saw nothing stay 0
+    out = acc / torch.where(ell > 0, ell, 1.0)  # (..., rows, d_v); rows that saw nothing stay 0
     return out.to(queries.dtype)
 
 
 def block_mask(mask: torch.Tensor | None, causal: bool, query_pos: torch.Tensor, start: int,
                size: int) -> torch.Tensor | None:
     """Which queries see keys ``start .. start + size - 1``: the columns of ``mask`` (bool,
-    broadcastable to ``(..., q, k)``) and, with ``causal``, ``key position <= query position``
-    (``query_pos (q, 1)``), made for this block only. ``(..., 1 or q, size)``, or None."""
+    ``(..., 1 or rows, k)``) and, with ``causal``, ``key position <= query position``
+    (``query_pos (rows, 1)``), made for this block only. ``(..., 1 or rows, size)``, or None."""
     if mask is not None:
-        mask = mask[..., start:start + size] if mask.shape[-1] > 1 else mask  # (..., 1 or q, size)
+        mask = mask[..., start:start + size] if mask.shape[-1] > 1 else mask  # (..., 1 or rows, size)
     if not causal:
         return mask
     key_pos = torch.arange(start, start + size, device=query_pos.device)  # (size,)
-    cm = key_pos <= query_pos  # (q, size)
-    return cm if mask is None else mask & cm  # (..., q, size)
+    cm = key_pos <= query_pos  # (rows, size)
+    return cm if mask is None else mask & cm  # (..., rows, size)
 
 
 # --- sliding windows and other sparse patterns -------------------------------------------------
@@ -190,9 +224,10 @@ def kept_positions(kind: str, n: int, window: int = 4, dilation: int = 2,
 
 class WindowKVCache(KVCache):
     """A :class:`KVCache` that holds only the latest ``window - 1`` positions: with a sliding
-    window of ``window`` keys, all the next query needs besides itself (Mistral's rolling
-    buffer). ``len()`` still counts every position seen, so positions continue; ``held``
-    is what is kept."""
+    window of ``window`` keys, all the next query needs besides itself. (Mistral's rolling
+    buffer of ``W`` slots writes the new token's key and value first, so it holds ``W``
+    positions, the new one included.) ``len()`` still counts every position seen, so positions
+    continue; ``held`` is what is kept."""
 
     def __init__(self, window: int) -> None:
         super().__init__()
@@ -211,7 +246,9 @@ class WindowKVCache(KVCache):
         self.seen += k.shape[2]
         k, v = super().append(k, v)  # (batch, heads, held + new, head_dim)
         drop = max(k.shape[2] - (self.window - 1), 0)  # positions no later query will see
-        self.k, self.v = k[:, :, drop:], v[:, :, drop:]  # (batch, heads, <= window - 1, head_dim)
+        # (batch, heads, <= window - 1, head_dim): copies, since a view of the window would keep
+        # all of k and v alive (a whole prefill) until the next call
+        self.k, self.v = (x[:, :, drop:].clone() if drop else x for x in (k, v))
         return k, v
 
     def reorder(self, index: torch.Tensor) -> WindowKVCache:

@@ -29,7 +29,7 @@ from ._checks import (
 )
 from .positional import RotaryEmbedding
 from .recording import AttentionModule
-from .scoring import make_mask, scaled_dot_product
+from .scoring import causal_mask, make_mask, scaled_dot_product
 
 
 class KVCache:
@@ -167,11 +167,14 @@ class MultiHeadAttention(AttentionModule):
 def grouped_attention(q, k, v, mask, causal, dropout_p, need_weights):
     """Scaled dot-product attention of ``q (batch, heads, queries, head_dim)`` over
     ``k, v (batch, kv_heads, keys, head_dim)``, each key/value head serving ``heads / kv_heads``
-    query heads in a row. The weights path views the query heads as
-    ``(batch, kv_heads, group, queries, head_dim)`` against one broadcast key/value head, copying
-    nothing; the fused path passes SDPA ``enable_gqa``, and whether that copies depends on the
-    kernel PyTorch picks: its CPU kernel and the CUDA flash kernels (half precision) index the
-    shared head, its general fallback (float32 on CUDA, for one) repeats it with
+    query heads in a row. The weights path lays the queries of a group's heads one after the
+    other, ``(batch, kv_heads, group * queries, head_dim)``, so that one product per key/value
+    head serves its whole group and no head is copied (a broadcast product against
+    ``(batch, kv_heads, 1, keys, head_dim)`` would copy each head ``group`` times inside
+    ``torch.matmul``); the causal mask, which depends on the query's position, is then built for
+    each head's rows. The fused path passes SDPA ``enable_gqa``, and whether that copies depends
+    on the kernel PyTorch picks: its CPU kernel and the CUDA flash kernels (half precision) index
+    the shared head, its general fallback (float32 on CUDA, for one) repeats it with
     ``repeat_interleave``.
     ``mask`` is ``(batch, 1, 1 or queries, keys)`` or None. Returns ``(out (batch, heads,
     queries, head_dim), weights (batch, heads, queries, keys) or None)``."""
@@ -181,11 +184,16 @@ def grouped_attention(q, k, v, mask, causal, dropout_p, need_weights):
                                   check=False)
     if not need_weights:
         return scaled_dot_product(q, k, v, mask, causal, dropout_p, check=False, enable_gqa=True)
-    q = q.unflatten(1, (k.shape[1], group))  # (batch, kv heads, group, queries, head_dim), a view
-    k, v = k.unsqueeze(2), v.unsqueeze(2)  # (batch, kv heads, 1, keys, head_dim), views
-    mask = None if mask is None else mask.unsqueeze(1)  # (batch, 1, 1, 1 or queries, keys)
-    out, weights = scaled_dot_product(q, k, v, mask, causal, dropout_p, need_weights=True, check=False)
-    return out.flatten(1, 2), weights.flatten(1, 2)  # (batch, heads, queries, head_dim / keys)
+    b, h, nq, nk = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
+    rows = q.reshape(b, k.shape[1], group * nq, q.shape[-1])  # (batch, kv heads, group * queries, head_dim)
+    if causal:
+        cm = causal_mask(nq, nk, q.device)  # (queries, keys)
+        mask = cm if mask is None else mask & cm  # (batch, 1, queries, keys)
+    if mask is not None and mask.shape[-2] > 1:
+        mask = torch.cat([mask] * group, dim=-2)  # (..., group * queries, keys): a mask, not a head
+    out, weights = scaled_dot_product(rows, k, v, mask, False, dropout_p, need_weights=True,
+                                      check=False)  # (batch, kv heads, group * queries, head_dim / keys)
+    return out.reshape(b, h, nq, -1), weights.reshape(b, h, nq, nk)
 
 
 def check_config(num_hiddens, num_heads, dropout, sizes, rope) -> None:

@@ -278,3 +278,111 @@ def gqa_attention(q, k, v):
     assert torch.allclose(namespace["gqa_attention"](q, k, v), reference, atol=1e-6)  # right, but a copy
     with pytest.raises(ownwork.OwnWorkError, match=f"gqa_attention uses {call}, which"):
         ownwork.guarded(namespace["gqa_attention"], "gqa_attention", rule)(q, k, v)
+
+
+def ch09_run(cells, exercise, answer=None, rule_name=None):
+    """Run exercise ``exercise`` (2 or 3) of chapter 9 as grading does: the setup, the model
+    solution or ``answer`` (its functions under their ANSWERS rule), then the visible tests and
+    the hidden ones, each run separately; returns the namespace and the hidden tests' source."""
+    from coursegrader import ownwork
+    from coursegrader.spec import load_spec
+
+    answers = load_spec(SOURCE, CH09).answers
+    namespace = {}
+    exec(cells["setup"], namespace)  # noqa: S102
+    exec(cells[f"ex{exercise}_solution"], namespace)  # noqa: S102 - window_mask for exercise 3
+    if answer is not None:
+        exec(answer, namespace)  # noqa: S102
+    for name in ("gqa_attention",) if exercise == 2 else ("window_mask", "window_attention"):
+        namespace[name] = ownwork.guarded(namespace[name], name, answers[name])
+    visible, hidden = cells[f"ex{exercise}_tests"].split("### BEGIN HIDDEN TESTS")
+    exec(visible, namespace)  # noqa: S102
+    return namespace, hidden
+
+
+GQA_COPIES = {
+    "cat": "k, v = (torch.cat([t[:, j:j + 1] for j in range(g) for _ in range(h // g)], 1)"
+           " for t in (k, v))",
+    "stack": "k, v = (torch.stack([t[:, i // (h // g)] for i in range(h)], 1) for t in (k, v))",
+    "fancy index": "k, v = k[:, torch.arange(h) // (h // g)], v[:, torch.arange(h) // (h // g)]",
+    "index by a list": "k, v = (t[:, [i // (h // g) for i in range(h)]] for t in (k, v))",
+    "times ones": "k, v = ((t[:, :, None] * torch.ones(1, 1, h // g, 1, 1)).flatten(1, 2) for t in (k, v))",
+    "plus zeros": "k, v = ((t[:, :, None] + torch.zeros(1, 1, h // g, 1, 1)).flatten(1, 2) for t in (k, v))",
+}
+GQA_BROADCAST = """
+def gqa_attention(q, k, v):
+    b, h, n_q, d = q.shape
+    g = k.shape[1]
+    if h % g:
+        raise ValueError("g must divide h")
+    q = q.unflatten(1, (g, h // g))  # (b, g, h/g, n_q, d) against (b, g, 1, n, d): torch.matmul copies
+    w = (q @ k.unsqueeze(2).transpose(-2, -1) / math.sqrt(d)).softmax(-1)
+    return (w @ v.unsqueeze(2)).flatten(1, 2)
+"""
+
+
+@pytest.mark.parametrize("copy", [*GQA_COPIES, "broadcast matmul"])
+def test_ch09_grouped_query_attention_that_copies_by_any_other_route_fails_the_hidden_tests(copy):
+    """Copies that ANSWERS cannot name (cat, stack, indexing, arithmetic, a broadcast matmul that
+    copies inside torch.matmul) give the right values and pass the self-check; the hidden tests
+    count what PyTorch's operators write from k and v, and fail each of them, saying why. The
+    model solution (one product per group) passes them."""
+    cells = ch09_cells()
+    namespace, hidden = ch09_run(cells, 2)
+    exec(hidden, namespace)  # noqa: S102 - the reference passes
+    answer = GQA_BROADCAST if copy == "broadcast matmul" else f"""
+def gqa_attention(q, k, v):
+    h, g = q.shape[1], k.shape[1]
+    if h % g:
+        raise ValueError("g must divide h")
+    {GQA_COPIES[copy]}
+    return (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1) @ v
+"""
+    namespace, hidden = ch09_run(cells, 2, answer)
+    with pytest.raises(AssertionError, match="for each query head of a group: read each head where it is"):
+        exec(hidden, namespace)  # noqa: S102
+
+
+WINDOW_BY_BLOCK = """
+def window_attention(q, k, v, window, block=16):  # blocks of queries, each with the keys it reaches
+    n, outs = q.shape[1], []
+    for start in range(0, n, block):
+        lo, hi = max(0, start - window + 1), min(n, start + block)
+        s = q[:, start:hi] @ k[:, lo:hi].transpose(1, 2) / math.sqrt(q.shape[-1])  # (batch, block, keys)
+        pos_q, pos_k = torch.arange(start, hi)[:, None], torch.arange(lo, hi)
+        seen = (pos_k <= pos_q) & (pos_k > pos_q - window)
+        outs.append(s.masked_fill(~seen, float("-inf")).softmax(-1) @ v[:, lo:hi])
+    return torch.cat(outs, 1)
+"""
+WINDOW_MASKED = {
+    "masked full scores": """
+def window_attention(q, k, v, window):
+    n = q.shape[1]
+    s = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])  # (batch, n, n)
+    return s.masked_fill(~window_mask(n, n, window), float("-inf")).softmax(-1) @ v
+""",
+    "masked a block of rows at a time": """
+def window_attention(q, k, v, window, block=64):
+    n, outs = q.shape[1], []
+    mask = window_mask(n, n, window)
+    for i in range(0, n, block):
+        s = q[:, i:i + block] @ k.transpose(1, 2) / math.sqrt(q.shape[-1])  # (batch, block, n): every key
+        outs.append(s.masked_fill(~mask[i:i + block], float("-inf")).softmax(-1) @ v)
+    return torch.cat(outs, 1)
+""",
+}
+
+
+@pytest.mark.parametrize("answer", list(WINDOW_MASKED))
+def test_ch09_window_attention_that_masks_a_full_computation_fails_the_hidden_tests(answer):
+    """Exercise 3 assesses skipping the keys outside the window: an answer that scores every key
+    and masks (at once or row by row) is right and fails the hidden tests, which count what is
+    computed from the keys; the model solution (unfold) and a loop over blocks of queries that
+    slices the keys each block's windows reach pass."""
+    cells = ch09_cells()
+    for passing in (None, WINDOW_BY_BLOCK):
+        namespace, hidden = ch09_run(cells, 3, passing)
+        exec(hidden, namespace)  # noqa: S102
+    namespace, hidden = ch09_run(cells, 3, WINDOW_MASKED[answer])
+    with pytest.raises(AssertionError, match="score only the keys inside each query's window"):
+        exec(hidden, namespace)  # noqa: S102

@@ -122,6 +122,74 @@ def test_blockwise_ignores_nan_and_inf_that_the_mask_hides_from_every_query():
         torch.testing.assert_close(out, A.scaled_dot_product(q, k, v, mask, causal=causal)[0])
 
 
+def pad_to(mask, nq):
+    """A mask that SDPA takes (it refuses a 1-D one): broadcast to (..., nq, k)."""
+    return mask.expand(*mask.shape[:-2], nq, mask.shape[-1])
+
+
+@pytest.mark.parametrize("shape", ["keys", "1,keys", "batch,1,1,keys", "queries,keys",
+                                   "batch,1,queries,keys"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("nq", [13, 5])
+def test_blockwise_takes_every_mask_shape_it_promises(shape, causal, nq):
+    """Every mask broadcastable to (..., q, k), a 1-D (keys,) padding mask included, with and
+    without causal, against SDPA; scores x 4 so that a missing rescale or a lost block shows."""
+    q, k, v = qkv(2, 3, nq, 8, seed=7)  # keys: nq + 3
+    q, k = 4 * q, 4 * k
+    nk = k.shape[-2]
+    gen = torch.Generator().manual_seed(1)
+    dims = {"keys": (nk,), "1,keys": (1, nk), "batch,1,1,keys": (2, 1, 1, nk),
+            "queries,keys": (nq, nk), "batch,1,queries,keys": (2, 1, nq, nk)}[shape]
+    mask = torch.rand(*dims, generator=gen) > 0.3
+    mask[..., -1] = True  # every query sees a key, even under the causal mask
+    full = pad_to(mask, nq) & (A.causal_mask(nq, nk) if causal else True)
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=full)
+    for block_size, query_block_size in ((1, 1), (4, 3), (4, 512), (64, 64)):
+        got = E.blockwise_attention(q, k, v, mask, causal=causal, block_size=block_size,
+                                    query_block_size=query_block_size)
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def score_blocks(fn):
+    """The score blocks fn computes: the matrix products whose second operand is a block of keys
+    transposed, counted with a dispatch mode (deterministic, unlike a time)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        scores = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func in (torch.ops.aten.bmm.default, torch.ops.aten.mm.default) and args[1].shape[-2] == 8:
+                self.scores += out.shape[-2] * out.shape[-1] * (out.shape[0] if out.dim() == 3 else 1)
+            return out
+
+    with Count() as counter:
+        fn()
+    return counter.scores
+
+
+@pytest.mark.parametrize("n, block_size", [(256, 32), (250, 32), (64, 64)])
+def test_causal_blockwise_skips_the_blocks_above_the_diagonal(n, block_size):
+    """With causal=True the queries go in blocks too, and each stops at its last query: with
+    T = ceil(n / block) blocks of queries and of keys, T (T + 1) / 2 blocks of scores instead of
+    T^2, about half."""
+    q, k, v = (torch.randn(1, 1, n, 8) for _ in range(3))
+    full = score_blocks(lambda: E.blockwise_attention(q, k, v, block_size=block_size))
+    causal = score_blocks(lambda: E.blockwise_attention(q, k, v, causal=True, block_size=block_size,
+                                                        query_block_size=block_size))
+    assert full == n * n
+    rows = [min(block_size, n - s) for s in range(0, n, block_size)]  # each query block's size
+    assert causal == sum(r * min(n, s + r) for r, s in zip(rows, range(0, n, block_size), strict=True))
+    if n // block_size >= 8:
+        assert causal < 0.6 * full
+    for query_block_size in (block_size, 512):
+        torch.testing.assert_close(E.blockwise_attention(q, k, v, causal=True, block_size=block_size,
+                                                         query_block_size=query_block_size),
+                                   F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                                   atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"block_size": 0}, ValueError, "block_size must be a positive int"),
     ({"block_size": 2.5}, TypeError, "block_size must be an int"),
@@ -305,6 +373,20 @@ def test_window_cache_reorder_and_bad_window():
         E.WindowKVCache(0)
     with pytest.raises(ValueError, match="window must be a positive int"):
         E.EfficientLM(10, window=0)
+
+
+def test_window_cache_holds_only_its_window_after_a_prefill():
+    """The cache keeps copies of its last window - 1 positions: a view of them would keep the
+    whole prefill's storage alive until the next call."""
+    cache = E.WindowKVCache(4)
+    k, v = torch.randn(1, 2, 1000, 8), torch.randn(1, 2, 1000, 8)
+    cache.append(k, v)
+    assert cache.held == 3 and len(cache) == 1000
+    for held in (cache.k, cache.v):
+        assert held.untyped_storage().nbytes() == held.numel() * held.element_size()  # 3 positions
+    torch.testing.assert_close(cache.k, k[:, :, -3:])
+    cache.append(torch.randn(1, 2, 1, 8), torch.randn(1, 2, 1, 8))  # a decoding step: the same
+    assert cache.k.untyped_storage().nbytes() == cache.k.numel() * cache.k.element_size()
 
 
 # --- linear attention --------------------------------------------------------------------------

@@ -204,6 +204,62 @@ def test_gqa_matches_sdpa_with_shared_heads(num_kv_heads, need_weights):
     assert mha.W_k.out_features == mha.W_v.out_features == 4 * num_kv_heads
 
 
+def copied_from(fn, *tensors):
+    """Run ``fn()`` and count the elements that operators other than views and matrix products
+    wrote from ``tensors``' memory (a clone of an expanded head, cat, stack, indexing, x * ones,
+    ...), as PyTorch's dispatcher sees them, inside ``torch.matmul`` too."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    products = {torch.ops.aten.mm.default, torch.ops.aten.bmm.default}
+    storages = {t.untyped_storage().data_ptr() for t in tensors}
+
+    class Count(TorchDispatchMode):
+        copied = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            reads = any(isinstance(a, torch.Tensor) and a.untyped_storage().data_ptr() in storages
+                        for a in tree_flatten((args, kwargs))[0])
+            if reads and not func.is_view and func not in products:
+                self.copied += sum(o.numel() for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor))
+            return out
+
+    with Count() as counter:
+        fn()
+    return counter.copied
+
+
+@pytest.mark.parametrize("causal, mask", [(False, None), (True, None), (True, "padding"), (False, "rows")])
+def test_gqa_weights_path_copies_no_key_or_value_head(causal, mask):
+    """The path that returns weights lays each group's query heads in a row against its one
+    key/value head: nothing is copied from K or V (a broadcast matmul against K with a head axis
+    of 1 copies each head group times inside torch.matmul; the counter sees that)."""
+    from attnlib.multihead import grouped_attention
+
+    gen = torch.Generator().manual_seed(3)
+    q = torch.randn(2, 8, 5, 4, generator=gen)
+    k, v = torch.randn(2, 2, 7, 4, generator=gen), torch.randn(2, 2, 7, 4, generator=gen)
+    m = {None: None, "padding": torch.arange(7).expand(2, 1, 1, 7) < 5,
+         "rows": torch.rand(2, 1, 5, 7, generator=gen) > 0.3}[mask]
+    result = []
+    copied = copied_from(lambda: result.extend(grouped_attention(q, k, v, m, causal, 0.0, True)), k, v)
+    # with a mask, scaled_dot_product writes K and V once with the positions no query sees zeroed
+    # (NaN there must not reach the output); never once per query head
+    assert copied == (0 if m is None and not causal else k.numel() + v.numel())
+    out, weights = result
+    full = None if m is None else m.expand(2, 1, 5, 7)
+    if causal:
+        full = A.causal_mask(5, 7) if full is None else full & A.causal_mask(5, 7)
+    want = F.scaled_dot_product_attention(q, k.repeat_interleave(4, 1), v.repeat_interleave(4, 1),
+                                          attn_mask=full)
+    torch.testing.assert_close(out, want)
+    assert weights.shape == (2, 8, 5, 7)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 8, 5))
+    broadcast = lambda: q.unflatten(1, (2, 4)) @ k.unsqueeze(2).transpose(-2, -1)  # the old way
+    assert copied_from(broadcast, k, v) == 4 * k.numel()  # the counter sees a copy inside matmul
+
+
 @pytest.mark.parametrize("num_kv_heads", [1, 2, 4])
 def test_gqa_kv_cache_keeps_only_the_kv_heads(num_kv_heads):
     torch.manual_seed(2)
