@@ -62,9 +62,6 @@ def parser() -> argparse.ArgumentParser:
                    help="grade again pairs that did not change since recorded")
     r.add_argument("--add-unknown", action="store_true",
                    help="add students who are not on the roster to the gradebook")
-    r.add_argument("--legacy", action="store_true",
-                   help="the old nbgrader autograde path (unsafe; kept for benchmarks; takes --out "
-                        "and --timeout only)")
     _grade_options(r)
 
     s = sub.add_parser("sort", help="sort a Canvas or Moodle bulk download into submitted/")
@@ -136,22 +133,6 @@ def _generate(args) -> int:
 def _grade(args) -> int:
     from coursegrader.run import grade
 
-    if args.legacy:
-        given = (("--jobs", args.jobs is not None), ("--student", args.student),
-                 ("--assignment", args.assignment), ("--no-sandbox", args.no_sandbox),
-                 ("--course", args.course), ("--force", args.force))
-        ignored = [opt for opt, yes in given if yes]
-        if args.submissions is None:
-            parser().error("--legacy needs SUBMISSIONS")
-        if ignored:
-            parser().error(f"--legacy grades every pair one at a time, unsandboxed, with --out and "
-                           f"--timeout only; it does not take {', '.join(ignored)}")
-        from coursegrader import legacy
-
-        out = (args.out or Path("build/grades")).resolve() / "legacy"
-        results = legacy.grade(args.submissions.resolve(), out, args.timeout)
-        print(f"legacy grader: {len(results)} rows in {out / 'latest' / 'grades.csv'}")
-        return 0
     if args.submissions is None and args.course is None:
         parser().error("grade needs SUBMISSIONS or --course")
     run = grade(args.submissions, args.out, args.timeout, jobs=args.jobs or None, no_sandbox=args.no_sandbox,

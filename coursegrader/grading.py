@@ -41,8 +41,8 @@ from coursegrader.session import (
 )
 from coursegrader.spec import Spec, TestCell
 
-HARD_CODED = ("every self-check passed and every hidden test failed: answers fitted to the "
-              "self-checks (hard-coded)?")
+HARD_CODED = ("every self-check passed and every hidden test failed: an answer fitted to the "
+              "self-checks (hard-coded)?")  # said per exercise: "ex3: every self-check ..."
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -182,11 +182,17 @@ def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
 
 
 def _flags(spec: Spec, verdicts: list[Verdict]) -> list[str]:
-    """What the instructor should look at: every self-check passed and every hidden test failed."""
-    hidden = [v for v, t in zip(verdicts, spec.tests, strict=True) if t.hidden.strip()]
-    if hidden and all(v.failed == "hidden tests" and not v.by_student for v in hidden):
-        return [HARD_CODED]
-    return []
+    """What the instructor should look at: each exercise whose self-checks all passed and whose
+    hidden tests all failed (the test's verdict, not the student's code raising), whatever the
+    other exercises did."""
+    flags = []
+    for ex in sorted({t.exercise for t in spec.tests}):
+        mine = [v for v, t in zip(verdicts, spec.tests, strict=True) if t.exercise == ex]
+        hidden = [v for v, t in zip(verdicts, spec.tests, strict=True) if t.exercise == ex and t.hidden.strip()]
+        if hidden and all(v.failed in (None, "hidden tests") for v in mine) and \
+                all(v.failed == "hidden tests" and not v.by_student for v in hidden):
+            flags.append(f"ex{ex}: {HARD_CODED}")
+    return flags
 
 
 def _run_test(test: TestCell, namespace: dict, out: io.StringIO) -> Verdict:

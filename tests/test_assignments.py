@@ -187,7 +187,7 @@ def test_the_self_check_applies_the_rule_in_the_students_kernel():
     calls what its exercise rules out fails with an error that names the call."""
     from nbclient import NotebookClient
 
-    from coursegrader import attacks
+    import attacks  # tests/attacks.py, beside this file
 
     nb = attacks.cheat(SOURCE, attacks.NAME)
     NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,

@@ -2,7 +2,7 @@
 
 One class is graded once (two jobs, 5 s per cell) and many tests read its grade table: every
 source notebook (full marks), untouched student versions (0) of three assignments, the
-attacks of ``coursegrader/attacks.py`` (each with its expected points per exercise; among
+attacks of ``tests/attacks.py`` (each with its expected points per exercise; among
 them every route to a call that answers an exercise), one submission per assignment that calls
 what its exercise rules out, submissions through symbolic and hard links, files that are
 not notebooks, and answers hard-coded to the self-checks. The grader reads a *copy* of the
@@ -18,8 +18,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from coursegrader import attacks, grading, sandbox
+import attacks  # tests/attacks.py, beside this file
+from coursegrader import grading, sandbox
 from coursegrader.run import grade
+from coursegrader.spec import Spec, TestCell
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "assignments" / "source"
@@ -290,7 +292,7 @@ def hard_coded(source):
 def test_answers_fitted_to_the_self_checks_are_flagged_to_the_instructor_only(graded):
     row = graded["rows"]["hard_coded", CH03]
     assert (row["status"], row["total"]) == ("graded", "0"), row["notes"]
-    assert row["flags"] == grading.HARD_CODED
+    assert row["flags"] == " | ".join(f"ex{n}: {grading.HARD_CODED}" for n in (1, 2, 3, 4))
     assert "self-check failed" not in row["notes"] and row["notes"].count("hidden tests failed") == 4
     assert "hard-coded" in (graded["run"].folder / "report.md").read_text()
     feedback = (graded["run"].feedback / "hard_coded" / f"{CH03}.md").read_text()
@@ -299,6 +301,19 @@ def test_answers_fitted_to_the_self_checks_are_flagged_to_the_instructor_only(gr
     assert "hard-coded" not in (pair / "autograded" / f"{CH03}.ipynb").read_text()
     # no honest submission is flagged
     assert [s for (s, _), r in graded["rows"].items() if r["flags"]] == ["hard_coded"]
+
+
+def test_one_fitted_exercise_is_flagged_whatever_the_others_did():
+    """The flag is per exercise: ex2 fitted (its self-check passed, its hidden tests failed) is
+    flagged beside a right ex1 and a wrong ex3; ex3's self-check failed and ex4's code raised."""
+    tests = [TestCell(f"ex{n}_tests", n, 1.0, "assert True", "### BEGIN HIDDEN TESTS\nassert x")
+             for n in (1, 2, 3, 4)]
+    spec = Spec("a", {}, [], {}, {}, tests)
+    verdicts = [grading.Verdict("ex1_tests", 1, 1.0, 1.0),
+                grading.Verdict("ex2_tests", 2, 1.0, failed="hidden tests", why="hidden tests failed"),
+                grading.Verdict("ex3_tests", 3, 1.0, failed="self-check", why="self-check failed"),
+                grading.Verdict("ex4_tests", 4, 1.0, failed="hidden tests", why="raised", by_student=True)]
+    assert grading._flags(spec, verdicts) == [f"ex2: {grading.HARD_CODED}"]
 
 
 def test_the_autograded_notebook_shows_verdicts_and_never_the_hidden_tests(graded):
