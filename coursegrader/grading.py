@@ -117,7 +117,7 @@ def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
     work.mkdir(parents=True, exist_ok=True)
     progress = work / "progress.jsonl"
     steps, notes = plan(spec, nb)
-    session = Session(steps, work, timeout, no_sandbox, spec.answers)
+    session = Session(steps, work, timeout, no_sandbox, spec.answers, spec.functions)
     scores = dict.fromkeys(spec.points, 0.0)
     lost: dict[int, list[str]] = {}
     namespace: dict = {"__name__": "__main__"}
@@ -147,6 +147,9 @@ def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
             if session.used:  # however the test went: the exercise scores 0
                 ruled.setdefault(test.exercise, ruled_out(test.exercise, session.used[0]))
                 verdict.why, verdict.failed = ruled[test.exercise], None
+            for used in session.charged:  # made by another exercise's own code: that one scores 0
+                ruled.setdefault(used.exercise, ruled_out(used.exercise, used))
+            session.charged = []
             if verdict.why is None:
                 verdict.earned = test.points
                 scores[test.exercise] += test.points

@@ -12,6 +12,7 @@ sources and the attacks aim at decoy files next to it, so a broken defence can o
 import csv
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -108,6 +109,8 @@ def graded(tmp_path_factory):
     os.link(subs / "twin" / CH03 / f"{CH03}.ipynb", subs / "hard_link_twin" / CH03 / f"{CH03}.ipynb")
     (subs / "hard_coded" / CH03).mkdir(parents=True)
     nbformat.write(hard_coded(SOURCE), subs / "hard_coded" / CH03 / f"{CH03}.ipynb")
+    (subs / "borrows" / CH03).mkdir(parents=True)
+    nbformat.write(borrows(SOURCE), subs / "borrows" / CH03 / f"{CH03}.ipynb")
     before = digest(tmp, *CODE, skip=out)
     lines = []
     run = grade(subs, out, timeout=5, source=source, jobs=2, log=lines.append)
@@ -141,7 +144,7 @@ def test_every_source_scores_full_marks_and_its_student_version_zero(graded, nam
 def test_every_route_to_the_answer_is_named(graded, attack):
     row = graded["rows"][attack, CH03]
     _, used = attacks.ANSWER_ROUTES[attack]
-    assert f"uses {used}, which " in row["notes"], row["notes"]
+    assert re.search(rf"uses {re.escape(used)}( \(.*?\))?, which ", row["notes"]), row["notes"]
     if "in a cell" not in used:
         assert row["notes"].count(" uses ") == 1, row["notes"]  # exercise 4 only
 
@@ -153,7 +156,9 @@ def test_a_call_that_answers_the_exercise_costs_it_and_says_so(graded, name):
     got = tuple(int(float(row[f"ex{k}"])) for k in range(1, len(points) + 1))
     assert (row["status"], got) == ("graded", points), row["notes"]
     ex = points.index(0) + 1
-    assert f"ex{ex} uses {used}, which this exercise asks you to write yourself" in row["notes"]
+    # the note names the exercise and the line of its own cell that made the call
+    assert re.search(rf"ex{ex} uses {re.escape(used)} \(ex{ex}_solution, line \d+: `[^`]+`\), which this "
+                     "exercise asks you to write yourself", row["notes"]), row["notes"]
     feedback = (graded["run"].feedback / "cheat" / f"{name}.md").read_text()
     assert f"ex{ex} uses {used}" in feedback
     assert graded["rows"]["solver", name]["notes"] == ""  # the honest solution: full marks, no note
@@ -287,6 +292,29 @@ def hard_coded(source):
         if gid in HARD_CODED:
             c.source = HARD_CODED[gid]
     return nb
+
+
+BORROWS = """def my_masked_softmax(X, valid_lens=None):
+    return attnlib.masked_softmax(X, valid_lens)
+"""
+
+
+def borrows(source):
+    """ch03 whose exercise 1 calls attnlib.masked_softmax; exercises 3 and 4 call the student's
+    own my_masked_softmax, as the reference solution does."""
+    nb = nbformat.read(source / CH03 / f"{CH03}.ipynb", as_version=4)
+    next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex1_solution").source = BORROWS
+    return nb
+
+
+def test_a_ruled_out_call_costs_only_the_exercise_whose_code_makes_it(graded):
+    row = graded["rows"]["borrows", CH03]
+    got = tuple(int(float(row[f"ex{k}"])) for k in range(1, 5))
+    assert got == (0, 2, 3, 2), row["notes"]
+    assert row["notes"].count(" uses ") == 1, row["notes"]
+    assert ("ex1 uses attnlib.masked_softmax (ex1_solution, line 2: "
+            "`return attnlib.masked_softmax(X, valid_lens)`), which this exercise asks you to write "
+            "yourself") in row["notes"], row["notes"]
 
 
 def test_answers_fitted_to_the_self_checks_are_flagged_to_the_instructor_only(graded):
