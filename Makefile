@@ -197,10 +197,11 @@ GRADE_FLAGS = $(strip $(if $(FORCE),--force) $(if $(STUDENT),--student $(STUDENT
 grade: $(COURSE_DEPS)
 	$(BIN)/python -m coursegrader grade $(SUBMISSIONS) --course $(COURSE) --jobs $(JOBS) $(GRADE_FLAGS)
 
-# LMS=canvas|moodle|csv: the class's grades -> COURSE/grading/LMS.csv (nbgrader export with the book's plugins)
+# LMS=canvas|moodle|csv: the class's grades -> COURSE/grading/LMS.csv (nbgrader export with the book's plugins);
+# the assignments released (or ASSIGNMENTS="a b"); refuses while answers wait for a hand grade unless PARTIAL=1
 LMS ?= canvas
 export: $(COURSE_DEPS)
-	$(BIN)/python -m coursegrader export $(LMS) --course $(COURSE)
+	$(BIN)/python -m coursegrader export $(LMS) --course $(COURSE)$(foreach a,$(ASSIGNMENTS), --assignment $(a))$(if $(PARTIAL), --partial,)
 
 # JupyterLab on the course directory, with nbgrader's formgrader (menu Nbgrader -> Formgrader)
 formgrader: $(COURSE_DEPS)

@@ -87,6 +87,10 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("format", choices=["canvas", "moodle", "csv"])
     x.add_argument("--course", type=Path, required=True)
     x.add_argument("--to", type=Path, help="the CSV file (default COURSE/grading/FORMAT.csv)")
+    x.add_argument("--assignment", action="append",
+                   help="export this assignment (repeat for more; default: those released or handed in)")
+    x.add_argument("--partial", action="store_true",
+                   help="write even though some answers are not graded by hand yet (their cells stay empty)")
 
     p = sub.add_parser("pairs", help="list the (student, assignment) pairs grade would grade")
     p.add_argument("--course", type=Path, required=True)
@@ -218,15 +222,40 @@ EXPORTERS = {"canvas": "coursegrader.lms.CanvasExportPlugin", "moodle": "courseg
 def _export(args) -> int:
     from coursegrader.gradebook import refresh_penalties
 
+    from coursegrader.lms import pending, released
+
     course = Course(args.course)
     refresh_penalties(course)  # the scores as they are now, manual grades included
+    with course.gradebook() as gb:
+        known = sorted(a.name for a in gb.assignments)
+        names = args.assignment or released(course, gb)
+        unknown = sorted(set(names) - set(known))
+        if unknown:
+            raise SystemExit(f"error: no assignment {', '.join(unknown)} in the gradebook ({', '.join(known)})")
+        if not names:
+            raise SystemExit("error: no assignment was released or handed in yet, so there is nothing to "
+                             "export; name one with ASSIGNMENTS=... (--assignment NAME)")
+        waiting = pending(gb, names)
+    print(f"exporting {', '.join(names)}" + (f" (left out: "
+                                             f"{', '.join(sorted(set(known) - set(names)))})"
+                                             if set(known) - set(names) else ""))
+    if waiting:
+        print(f"{len(waiting)} submissions have answers not graded by hand yet (formgrader):")
+        for student, assignment, cells in waiting:
+            print(f"  {student} / {assignment}: {', '.join(cells)}")
+        if args.format != "csv" and not args.partial:
+            print("error: nothing written: their totals are not final. Grade them in formgrader, or "
+                  "export the rest now with PARTIAL=1 (--partial), which leaves their cells empty.")
+            return 2
     to = (args.to or course.reports / f"{args.format}.csv").resolve()
     to.parent.mkdir(parents=True, exist_ok=True)
+    chosen = [f"--ExportPlugin.assignment={name}" for name in names]
     done = subprocess.run(nbgrader_command(course.root, ["export", f"--exporter={EXPORTERS[args.format]}",
-                                                         f"--to={to}"]),
+                                                         f"--to={to}", *chosen]),
                           cwd=course.root, env=nbgrader_env())
     if done.returncode == 0:
-        print(f"wrote {to}")
+        print(f"wrote {to}" + (" (cells of submissions still to grade by hand are empty)"
+                               if waiting and args.format != "csv" else ""))
     return done.returncode
 
 

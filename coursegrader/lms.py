@@ -8,7 +8,11 @@ Export, in the course directory::
 
 Both write one row per student of the roster and one column per assignment, the score after
 the late penalty (nbgrader's ``score - late_submission_penalty``, at least 0; a missing
-submission is 0), as nbgrader's own CSV exporter computes it.
+submission is 0), as nbgrader's own CSV exporter computes it. A submission with answers still
+to be graded by hand gets an empty cell (an LMS leaves an empty cell's grade as it is), never
+a partial total; ``python -m coursegrader export`` (``make export``) refuses to write while
+there are such answers unless told ``--partial``, and exports only the assignments the class
+received (``released``) unless told which.
 
 * Canvas (its Gradebook's "Import"): the header Canvas's importer expects, ``Student, ID, SIS
   User ID, SIS Login ID, Section``, then a column per assignment (``NAME (CANVAS_ID)`` when
@@ -55,13 +59,36 @@ CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Secti
 MOODLE_USER_COLUMNS = ["First name", "Last name", "ID number", "Institution", "Department", "Email address"]
 
 
-def _number(x: float) -> str:
-    return f"{round(float(x), 2):g}"
+def _number(x: float | None) -> str:
+    return "" if x is None else f"{round(float(x), 2):g}"
+
+
+def released(course, gradebook) -> list[str]:
+    """The assignments the class received: released to the course's exchange (``nbgrader
+    release_assignment`` puts them in ``EXCHANGE/COURSE_ID/outbound/``) or handed in by someone
+    (an assignment handed out through an LMS has submissions but no exchange folder)."""
+    root = course.config.Exchange.get("root", "/srv/nbgrader/exchange")
+    outbound = Path(root) / course.course_id / "outbound"
+    return [a.name for a in sorted(gradebook.assignments, key=lambda a: a.name)
+            if (outbound / a.name).is_dir() or a.num_submissions]
+
+
+def pending(gradebook, assignments: list[str]) -> list[tuple[str, str, list[str]]]:
+    """``(student, assignment, [grade ids])`` of every submission of ``assignments`` with answers
+    still to be graded by hand (formgrader's "needs manual grade")."""
+    found = []
+    for name in assignments:
+        for sub in gradebook.find_assignment(name).submissions:
+            cells = sorted(g.name for nb in sub.notebooks for g in nb.grades if g.needs_manual_grade)
+            if cells:
+                found.append((sub.student.id, name, cells))
+    return sorted(found)
 
 
 def final_scores(plugin: ExportPlugin, gradebook) -> tuple[list, list, dict]:
     """The students and assignments the plugin exports (its ``--student``/``--assignment``), and
-    ``(student, assignment) -> score after the late penalty`` (0 when nothing was handed in)."""
+    ``(student, assignment) -> score after the late penalty`` (0 when nothing was handed in,
+    None while an answer is still to be graded by hand: the cell stays empty)."""
     order = sorted(gradebook.students, key=lambda s: (s.last_name or "", s.first_name or "", s.id))
     students = [s for s in order if not plugin.student or s.id in map(str, plugin.student)]
     assignments = [a for a in sorted(gradebook.assignments, key=lambda a: a.name)
@@ -74,7 +101,11 @@ def final_scores(plugin: ExportPlugin, gradebook) -> tuple[list, list, dict]:
             except MissingEntry:
                 scores[s.id, a.name] = 0.0
             else:
-                scores[s.id, a.name] = max(0.0, sub.score - (sub.late_submission_penalty or 0.0))
+                scores[s.id, a.name] = None if sub.needs_manual_grade else \
+                    max(0.0, sub.score - (sub.late_submission_penalty or 0.0))
+    waiting = [f"{s} / {a}" for (s, a), v in scores.items() if v is None]
+    if waiting:
+        plugin.log.warning("not graded by hand yet, left empty: %s", ", ".join(waiting))
     return students, assignments, scores
 
 

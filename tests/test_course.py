@@ -224,9 +224,10 @@ def term(tmp_path_factory):
         nbgrader(root, "generate_feedback", name)
         nbgrader(root, "release_feedback", name)
     out["feedback"] = {(s.name, n): s.fetch_feedback(n) for s in (ana, bob, cleo) for n in (CH01, CH03)}
-    # 4. the exports
-    for kind in ("csv", "canvas", "moodle"):
-        coursegrader("export", kind, "--course", str(root), "--to", str(tmp / f"{kind}.csv"))
+    # 4. the exports: bob's written answer graded (0), cleo's still waiting, so her ch01 cell is empty
+    formgrader_sets(course, "bob", CH01, "written1", manual_score=0)
+    out["exports"] = {kind: coursegrader("export", kind, "--course", str(root), "--to", str(tmp / f"{kind}.csv"),
+                                         "--partial") for kind in ("csv", "canvas", "moodle")}
     out["seconds"] = time.monotonic() - started
     print(f"\nthe term (without the batch route) took {out['seconds']:.0f} s")
     return out
@@ -334,14 +335,15 @@ def test_every_number_of_the_exports(term):
     assert canvas[1] == ["Points Possible", "", "", "", "", "10", "10"]
     assert canvas[2:] == [["Alves, Ana", "1001", "", "ana", "", "9.5", "10"],
                           ["Brown, Bob", "1002", "", "bob", "", "8", "9"],
-                          ["Costa, Cleo", "1003", "", "cleo", "", "8", "8"],
+                          ["Costa, Cleo", "1003", "", "cleo", "", "", "8"],  # written1 not graded yet
                           ["Dias, Dev", "1004", "", "dev", "", "0", "0"]]
+    assert "cleo / ch01_attention_cues: written1" in term["exports"]["canvas"]
     moodle = read_csv(tmp / "moodle.csv")
     assert moodle[0] == ["First name", "Last name", "ID number", "Institution", "Department", "Email address",
                          CH01, CH03]
     assert moodle[1:] == [["Ana", "Alves", "1001", "", "", "ana@example.org", "9.5", "10"],
                           ["Bob", "Brown", "1002", "", "", "bob@example.org", "8", "9"],
-                          ["Cleo", "Costa", "1003", "", "", "cleo@example.org", "8", "8"],
+                          ["Cleo", "Costa", "1003", "", "", "cleo@example.org", "", "8"],
                           ["Dev", "Dias", "1004", "", "", "dev@example.org", "0", "0"]]
     with open(term["course"].reports / "grades.csv", newline="", encoding="utf-8") as fh:
         table = {(r["student"], r["assignment"]): r for r in csv.DictReader(fh)}

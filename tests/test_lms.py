@@ -42,7 +42,8 @@ def course(tmp_path):
         graded = (("ana", "a1", 4, None), ("ana", "a2", 3, 1.5), ("bob", "a1", 2, None))
         for sid, name, score, penalty in graded:
             gb.add_submission(name, sid)
-            gb.find_grade("ex1_tests", name, name, sid).auto_score = score
+            grade = gb.find_grade("ex1_tests", name, name, sid)
+            grade.auto_score, grade.needs_manual_grade = score, False  # as make grade records it
             gb.find_submission_notebook(name, name, sid).late_submission_penalty = penalty
         gb.db.commit()
     return c
@@ -79,6 +80,30 @@ def test_moodle_export_has_the_columns_of_moodle_s_own_export(course, tmp_path):
     assert table[1:] == [["Ana", "Alves", "1001", "", "", "ana@example.org", "1.5"],
                          ["Cleo", "Costa", "1003", "", "", "cleo@example.org", "0"],
                          ["Bob", "de la Cruz, Jr.", "", "", "", "bob@example.org", "0"]]
+
+
+def test_export_writes_what_the_class_received_and_refuses_partial_totals(course, tmp_path, capsys):
+    """make export: a column per assignment released or handed in (a3, in the gradebook only,
+    is left out); a hand-graded answer still waiting stops it, saying whose; --partial writes
+    the rest and leaves that cell empty, never a partial total."""
+    from coursegrader.cli import main
+
+    with course.gradebook() as gb:
+        gb.add_assignment("a3")
+        gb.find_grade("ex1_tests", "a1", "a1", "bob").needs_manual_grade = True
+        gb.db.commit()
+    out = tmp_path / "canvas.csv"
+    args = ["export", "canvas", "--course", str(course.root), "--to", str(out)]
+    assert main(args + ["--assignment", "a1"]) == 2 and not out.exists()
+    assert "exporting a1 (left out: a2, a3)" in capsys.readouterr().out
+    assert main(args) == 2 and not out.exists()
+    said = capsys.readouterr().out
+    assert "exporting a1, a2 (left out: a3)" in said
+    assert "bob / a1: ex1_tests" in said and "PARTIAL=1" in said
+    assert main(args + ["--partial"]) == 0
+    table = rows(out)
+    assert table[0][5:] == ["a1", "a2"]
+    assert table[4] == ["de la Cruz, Jr., Bob", "", "", "bob", "", "", "0"]
 
 
 NB = '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
