@@ -35,8 +35,10 @@ Canvas names each file ``name_[late_]USERID_SUBMISSIONID_FILENAME`` (the roster'
 assignsubmission_file_...`` (the student is found by full name in the roster, or through the
 grading worksheet's email column with ``--worksheet``). Only ``.ipynb`` files are copied; every
 other file is listed. A hand-in already there with other content is never overwritten without
-``--force``, which keeps the old one under ``submitted-replaced/`` first. Students not on the
-roster are sorted under their LMS id and reported.
+``--force``, which keeps the old one under ``submitted-replaced/`` first; the same notebook
+again (byte for byte, under whatever name) is left as it is. A hand-in of someone not on the
+roster is reported and not copied (no student folder is named by an LMS number): add them to
+the roster (with their ``lms_user_id``) and sort again.
 """
 from __future__ import annotations
 
@@ -232,8 +234,10 @@ def sort_download(kind: str, download: Path, assignment: str, course, into: Path
                 if m.group("late") and filename.endswith(".ipynb"):
                     done.late.append(rel)
                 if student is None:
-                    student = m.group("user")
-                    done.unknown.append(f"{rel}: Canvas user {student} is no lms_user_id of the roster")
+                    if filename.endswith(".ipynb"):
+                        done.unknown.append(f"{rel}: Canvas user {m.group('user')} is no lms_user_id of the "
+                                            "roster: not copied (add them to the roster and sort again)")
+                    continue
             else:
                 top = Path(rel).parts[0]
                 m = MOODLE_NAME.match(top)
@@ -244,9 +248,10 @@ def sort_download(kind: str, download: Path, assignment: str, course, into: Path
                 filename = path.name if len(Path(rel).parts) > 1 else m.group("file")
                 student = participants.get(m.group("participant")) or by_name.get(_norm(m.group("name")))
                 if student is None:
-                    student = f"participant-{m.group('participant')}"
-                    done.unknown.append(f"{rel}: {m.group('name')} (participant {m.group('participant')}) "
-                                        "matches no name of the roster (or give --worksheet)")
+                    if filename.endswith(".ipynb"):
+                        done.unknown.append(f"{rel}: {m.group('name')} (participant {m.group('participant')}) "
+                                            "matches no name of the roster (or give --worksheet): not copied")
+                    continue
             if not filename.endswith(".ipynb"):
                 done.ignored.append(f"{rel}: not a notebook (only .ipynb files are submissions)")
                 continue
@@ -257,7 +262,7 @@ def sort_download(kind: str, download: Path, assignment: str, course, into: Path
             if dest.is_dir():
                 old = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
                        for p in dest.iterdir() if p.is_file() and p.suffix == ".ipynb"}
-                if old == new:
+                if sorted(old.values()) == sorted(new.values()):  # the same notebooks, maybe renamed
                     done.unchanged.append(str(dest))
                     continue
                 if not force:

@@ -129,14 +129,19 @@ def test_sorting_a_canvas_download(course, tmp_path):
     done = sort_download("canvas", download, a, course)
     sub = course.submitted
     assert sorted(str(p.relative_to(sub)) for p in sub.rglob("*") if p.is_file()) == [
-        f"9999/{a}/{a}.ipynb", f"ana/{a}/{a}.ipynb", f"cleo/{a}/{a}-1.ipynb"]
+        f"ana/{a}/{a}.ipynb", f"cleo/{a}/{a}-1.ipynb"]  # no folder named by an LMS number
     assert done.late == [f"costacleo_late_1003_556_{a}-1.ipynb"]
     assert [i.split(":")[0] for i in done.ignored] == [f"costacleo_late_1003_557_{a}.html", "notes.txt"]
-    assert done.unknown == [f"someone_9999_558_{a}.ipynb: Canvas user 9999 is no lms_user_id of the roster"]
+    assert done.unknown == [f"someone_9999_558_{a}.ipynb: Canvas user 9999 is no lms_user_id of the roster: "
+                            "not copied (add them to the roster and sort again)"]
     assert not (tmp_path / "escape.ipynb").exists()
     # the same download again changes nothing; another one is refused until --force, which keeps the old
     again = sort_download("canvas", download, a, course)
-    assert again.copied == [] and len(again.unchanged) == 3
+    assert again.copied == [] and len(again.unchanged) == 2
+    # the same notebook handed in again under another name is the same hand-in, not another one
+    renamed = sort_download("canvas", canvas_zip(tmp_path / "renamed.zip", {f"costacleo_1003_601_{a}.ipynb": NB}),
+                            a, course)
+    assert (renamed.copied, renamed.refused, len(renamed.unchanged)) == ([], [], 1)
     v2 = NB.replace("[]", '[{"cell_type": "markdown", "id": "x", "metadata": {}, "source": "v2"}]', 1)
     newer = canvas_zip(tmp_path / "newer.zip", {f"alvesana_1001_600_{a}.ipynb": v2})
     refused = sort_download("canvas", newer, a, course)
@@ -164,5 +169,5 @@ def test_sorting_a_moodle_download(course, tmp_path):
     done = sort_download("moodle", download, a, course, worksheet=worksheet)
     sub = course.submitted
     assert sorted(str(p.relative_to(sub)) for p in sub.rglob("*") if p.is_file()) == [
-        f"ana/{a}/{a}.ipynb", f"bob/{a}/mine.ipynb", f"cleo/{a}/{a}.ipynb", f"participant-444/{a}/x.ipynb"]
+        f"ana/{a}/{a}.ipynb", f"bob/{a}/mine.ipynb", f"cleo/{a}/{a}.ipynb"]
     assert len(done.unknown) == 1 and "Nobody Here (participant 444)" in done.unknown[0]
