@@ -4,6 +4,7 @@
     grade        grade submissions in the sandbox and record them in the gradebook (make grade)
     sort         sort a Canvas or Moodle bulk download into the course's submitted/ folder
     extension    grant a student more time for an assignment (the course's extensions.csv)
+    feedback     generate and release again the feedback a regrade made stale (make feedback)
     export       the class's grades for Canvas, Moodle or as nbgrader's CSV (make export)
     pairs        list the pairs a grade run would grade (a batch job's work list)
     grade-pair   grade one pair into a results folder, no gradebook (one task of a batch job)
@@ -83,6 +84,9 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--hours", type=float, default=0.0)
     e.add_argument("--course", type=Path, required=True)
 
+    f = sub.add_parser("feedback", help="regenerate (and release again) the feedback a regrade made stale")
+    f.add_argument("--course", type=Path, required=True)
+
     x = sub.add_parser("export", help="the class's grades for an LMS (late penalties refreshed first)")
     x.add_argument("format", choices=["canvas", "moodle", "csv"])
     x.add_argument("--course", type=Path, required=True)
@@ -142,7 +146,6 @@ def _grade(args) -> int:
     run = grade(args.submissions, args.out, args.timeout, jobs=args.jobs or None, no_sandbox=args.no_sandbox,
                 student=args.student, assignment=args.assignment, course=args.course, force=args.force,
                 add_unknown=args.add_unknown)
-    run.seconds = time.monotonic() - STARTED  # the whole command, start-up included
     print(run.summary())
     if run.course is not None:
         print(f"gradebook:   {run.course.db_url} (nbgrader export, formgrader)")
@@ -160,8 +163,19 @@ def _grade(args) -> int:
     for m in run.misplaced:
         print(f"MISPLACED {m.path}: {m.why}")
     for s in run.superseded:
-        print(f"OBSOLETE {s.student} / {s.assignment} / {s.cell}: a manual grade or comment for the "
-              "previous hand-in was cleared (kept in report.md)")
+        what = "comment" if s.manual_score is None and s.extra_credit is None else "manual grade"
+        value = f"comment {s.manual_comment!r}" if what == "comment" else f"score {s.manual_score:g}" \
+            if s.manual_score is not None else f"extra credit {s.extra_credit:g}"
+        print(f"OBSOLETE {s.student} / {s.assignment} / {s.cell}: the {what} for the previous hand-in "
+              f"was cleared ({value}; kept in report.md)")
+    if run.course is not None:
+        stale = run.course.stale_feedback()
+        for student, assignment in stale:
+            print(f"FEEDBACK OUT OF DATE {student} / {assignment}: generated before this grade")
+        if stale:
+            print(f"refresh it: make feedback COURSE={run.course.root} "
+                  f"(python -m coursegrader feedback --course {run.course.root}: generates it again and "
+                  "releases it again where it came through the exchange)")
     earlier = sorted(p for p in run.folder.parent.iterdir() if p != run.folder)
     if earlier:
         print(f"earlier runs are kept: {', '.join(str(p) for p in earlier[-3:])}"
@@ -212,6 +226,26 @@ def _extension(args) -> int:
     from coursegrader.gradebook import refresh_penalties
 
     refresh_penalties(course)
+    return 0
+
+
+def _feedback(args) -> int:
+    course = Course(args.course)
+    stale = course.stale_feedback()
+    for student, assignment in stale:
+        for step in ("generate_feedback", "release_feedback"):
+            if step == "release_feedback" and not (
+                    course.submitted / student / assignment / "submission_secret.txt").is_file():
+                print(f"{student} / {assignment}: not from the exchange: send "
+                      f"{course.folder('feedback', student, assignment)} through your platform")
+                continue
+            extra = ["--force"] if step == "generate_feedback" else []
+            done = subprocess.run(nbgrader_command(course.root, [step, assignment, "--student", student, *extra]),
+                                  cwd=course.root, env=nbgrader_env())
+            if done.returncode:
+                return done.returncode
+        print(f"refreshed {student} / {assignment}")
+    print(f"{len(stale)} feedback files refreshed" if stale else "every feedback file is up to date")
     return 0
 
 
@@ -320,4 +354,4 @@ def _rule(args) -> int:
 
 
 COMMANDS = {"generate": _generate, "grade": _grade, "sort": _sort, "extension": _extension,
-            "export": _export, "pairs": _pairs, "grade-pair": _grade_pair, "record": _record, "rule": _rule}
+            "export": _export, "feedback": _feedback, "pairs": _pairs, "grade-pair": _grade_pair, "record": _record, "rule": _rule}

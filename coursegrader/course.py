@@ -145,6 +145,19 @@ class Course:
     def reports(self) -> Path:
         return self.root / "grading"
 
+    def stale_feedback(self) -> list[tuple[str, str]]:
+        """``(student, assignment)`` of every feedback file (``nbgrader generate_feedback``'s
+        ``feedback/STUDENT/ASSIGNMENT/ASSIGNMENT.html``) older than the autograded notebook it
+        was made from: a regrade (``make grade``) changed what it should say."""
+        stale = []
+        for html in sorted(self.root.glob("feedback/*/*/*.html")):
+            student, assignment = html.parent.parent.name, html.parent.name
+            graded = self.folder("autograded", student, assignment) / f"{assignment}.ipynb"
+            if html.name == f"{assignment}.html" and graded.is_file() and \
+                    graded.stat().st_mtime > html.stat().st_mtime:
+                stale.append((student, assignment))
+        return stale
+
     def gradebook(self):
         """nbgrader's ``Gradebook`` of the course (a new database is made with ``alembic``, which
         nbgrader runs by name: this Python's ``bin/`` goes first on ``PATH``)."""

@@ -106,6 +106,21 @@ def test_export_writes_what_the_class_received_and_refuses_partial_totals(course
     assert table[4] == ["de la Cruz, Jr., Bob", "", "", "bob", "", "", "0"]
 
 
+
+def test_feedback_older_than_its_autograded_notebook_is_out_of_date(course):
+    """After a regrade rewrote ana's autograded notebook, her feedback is stale; bob's is not."""
+    import os
+
+    for student, regraded in (("ana", True), ("bob", False)):
+        graded = course.folder("autograded", student, "a1") / "a1.ipynb"
+        html = course.folder("feedback", student, "a1") / "a1.html"
+        for path, when in ((graded, 2000 if regraded else 1000), (html, 1500)):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("{}")
+            os.utime(path, (when, when))
+    assert course.stale_feedback() == [("ana", "a1")]
+
+
 NB = '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
 
 
