@@ -44,7 +44,8 @@ def parser() -> argparse.ArgumentParser:
                    help="zh: the Chinese statements (python -m book.i18n; code and tests identical)")
     g.add_argument("--source", type=Path, default=SOURCE,
                    help="the assignment sources (default assignments/source; --lang zh: the Chinese ones)")
-    g.add_argument("--course-id", default="attention-book", help="the course id of a new course's config")
+    g.add_argument("--course-id", help="the course id of a new course's config (default attention-book; "
+                                       "--lang zh: attention-book-zh, so both can share one exchange)")
     g.add_argument("--force", action="store_true",
                    help="overwrite course copies of sources edited by hand (kept in source-replaced/)")
 
@@ -125,16 +126,37 @@ def main(argv=None) -> int:
     return COMMANDS[args.command](args)
 
 
+def stale_translations(sources) -> list[str]:
+    """What keeps the Chinese statements of ``sources`` (``book.i18n.Source``s of assignments)
+    from saying what the English ones say: messages whose English changed since they were
+    translated (the old translation would be used), untranslated or fuzzy ones."""
+    from book import i18n
+
+    found = []
+    for source in sources:
+        found += [f"{source.catalogue}: {p}" for p in i18n.problems(source, {})
+                  if p.startswith(("out of date", "untranslated", "fuzzy", "no catalogue"))]
+    return found
+
+
 def _generate(args) -> int:
     source = args.source
+    course_id = args.course_id or ("attention-book-zh" if args.lang == "zh" else "attention-book")
     if args.lang == "zh":  # the sources with translated markdown, from the catalogues
         sys.path.insert(0, str(ROOT))
         from book import i18n
 
+        stale = stale_translations([s for s in i18n.sources() if s.catalogue.startswith("assignments/")])
+        if stale:  # a student must never be graded against a statement they did not see
+            raise SystemExit("error: the Chinese assignments are not up to date with the English ones, so "
+                             "Chinese students would read another statement than the one graded:\n  "
+                             + "\n  ".join(stale) + "\nUpdate and translate the catalogues (make i18n "
+                             "CAT=assignments/NAME.po, docs/translating.md), then run this again.")
         i18n.generate(log=lambda *_: None)
         source = i18n.ASSIGNMENTS_ZH
-    for p in generate(args.course, source=source, force=args.force, course_id=args.course_id):
-        print("released", p)
+    generate(args.course, source=source, force=args.force, course_id=course_id)
+    print(f"student versions: {args.course.resolve() / 'release'}/ASSIGNMENT/ (generated; nothing is released "
+          "until `nbgrader release_assignment ASSIGNMENT` or formgrader's Release button)")
     return 0
 
 

@@ -142,6 +142,13 @@ class Course:
                                                student, assignment))
 
     @property
+    def outbound(self) -> Path:
+        """Where ``nbgrader release_assignment`` puts the released assignments: the exchange's
+        ``COURSE_ID/outbound/``."""
+        root = self.config.Exchange.get("root", "/srv/nbgrader/exchange")
+        return Path(root) / self.course_id / "outbound"
+
+    @property
     def reports(self) -> Path:
         return self.root / "grading"
 
@@ -249,11 +256,15 @@ def generate(out: Path, source: Path = SOURCE, names: list[str] | None = None, f
                     if "because there are submissions" in text else "")
             raise RuntimeError(f"nbgrader generate_assignment {' '.join(batch)} failed:\n"
                                f"{text[-4000:]}{hint}")
+    outbound = Course(out).outbound
     for name in todo:
-        log(f"generated {name} -> {out / 'release' / name}")
-        if (out / "submitted").is_dir() and any((out / "submitted").glob(f"*/{name}")):
-            log(f"  {name} has submissions: if it was released already, hand out the new version with "
-                f"`nbgrader release_assignment {name} --force` (run in {out})")
+        log(f"generated {name} -> {out / 'release' / name} (not released)")
+        if (outbound / name).is_dir():
+            log(f"  {name} was released: students have the old version until you hand out the new one "
+                f"with `nbgrader release_assignment {name} --force` (run in {out})")
+        elif (out / "submitted").is_dir() and any((out / "submitted").glob(f"*/{name}")):
+            log(f"  {name} has submissions but was not released through the exchange: hand the new "
+                f"version out as you handed out the old one")
     if not todo:
         log(f"every assignment in {out} is up to date with {source}")
     released = [out / "release" / name / f"{name}.ipynb" for name in names]

@@ -69,8 +69,7 @@ def released(course, gradebook) -> list[str]:
     """The assignments the class received: released to the course's exchange (``nbgrader
     release_assignment`` puts them in ``EXCHANGE/COURSE_ID/outbound/``) or handed in by someone
     (an assignment handed out through an LMS has submissions but no exchange folder)."""
-    root = course.config.Exchange.get("root", "/srv/nbgrader/exchange")
-    outbound = Path(root) / course.course_id / "outbound"
+    outbound = course.outbound
     return [a.name for a in sorted(gradebook.assignments, key=lambda a: a.name)
             if (outbound / a.name).is_dir() or a.num_submissions]
 

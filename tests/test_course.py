@@ -389,6 +389,7 @@ def test_regenerating_after_a_typo_fix_keeps_the_term(term):
     log = []
     generate(root, source=source, log=log.append)
     assert any(line.startswith(f"generated {CH01}") for line in log) and not any(CH03 in ln for ln in log[:1])
+    assert any(f"{CH01} was released: students have the old version" in ln for ln in log), log
     assert "Write `softmax_t`" in (root / "release" / CH01 / f"{CH01}.ipynb").read_text()
     assert {p: p.read_bytes() for p in before} == before
     assert gradebook.dump(term["course"]) == dump
@@ -427,3 +428,20 @@ def test_make_targets_run_the_course_commands(tmp_path):
         in text
     assert f"-m coursegrader export moodle --course {course}" in text
     assert "pip install" not in text
+
+
+def test_a_stale_chinese_statement_stops_the_chinese_course(tmp_path):
+    """make assignments LANG=zh refuses when an English statement changed after its translation:
+    the Chinese one would still say the old thing."""
+    from book import i18n
+
+    from coursegrader.cli import stale_translations
+
+    catalogue = f"assignments/{CH01}.po"
+    assert stale_translations([i18n.Source(catalogue, SOURCE / CH01 / f"{CH01}.ipynb", "notebook")]) == []
+    changed = tmp_path / f"{CH01}.ipynb"
+    text = (SOURCE / CH01 / f"{CH01}.ipynb").read_text()
+    assert "Write `softmax_t(scores, temperature)`" in text
+    changed.write_text(text.replace("Write `softmax_t(scores, temperature)`", "Write `softmax_t(scores, t)`"))
+    found = stale_translations([i18n.Source(catalogue, changed, "notebook")])
+    assert found and all(f.startswith(catalogue) for f in found) and "out of date" in found[0]
