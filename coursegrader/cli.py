@@ -9,6 +9,7 @@
     pairs        list the pairs a grade run would grade (a batch job's work list)
     grade-pair   grade one pair into a results folder, no gradebook (one task of a batch job)
     record       record a batch job's results folders in the gradebook
+    pin          grade a course with the book's grader as it is now (it keeps the one it was set up with)
     rule         copy ownwork.py into every source notebook's rule cell
 """
 from __future__ import annotations
@@ -116,6 +117,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("folders", type=Path, nargs="+")
     c.add_argument("--course", type=Path, required=True)
     c.add_argument("--add-unknown", action="store_true")
+
+    n = sub.add_parser("pin", help="grade the course with the book's grader as it is now (after a deliberate update)")
+    n.add_argument("--course", type=Path, required=True)
 
     sub.add_parser("rule", help="copy coursegrader/ownwork.py into every source notebook's rule cell")
     return top
@@ -227,6 +231,7 @@ def _extension(args) -> int:
     from nbgrader.api import MissingEntry
 
     course = Course(args.course)
+    course.check_pin()
     path = course.root / "extensions.csv"
     rows = []
     if path.is_file():
@@ -253,6 +258,7 @@ def _extension(args) -> int:
 
 def _feedback(args) -> int:
     course = Course(args.course)
+    course.check_pin()
     stale = course.stale_feedback()
     for student, assignment in stale:
         for step in ("generate_feedback", "release_feedback"):
@@ -281,6 +287,7 @@ def _export(args) -> int:
     from coursegrader.lms import pending, released
 
     course = Course(args.course)
+    course.check_pin()
     refresh_penalties(course)  # the scores as they are now, manual grades included
     with course.gradebook() as gb:
         known = sorted(a.name for a in gb.assignments)
@@ -319,6 +326,7 @@ def _pairs(args) -> int:
     from coursegrader.run import load_specs, plan
 
     course = Course(args.course)
+    course.check_pin()
     draft = plan(course.submitted, course.source, None, args.student, args.assignment)
     todo = plan(course.submitted, course.source, course, args.student, args.assignment, args.force,
                 load_specs(course.source, draft.names))
@@ -335,6 +343,7 @@ def _grade_pair(args) -> int:
     from coursegrader.submissions import find_submission, linked_files
 
     course = Course(args.course)
+    course.check_pin()
     student, assignment = args.student, args.assignment
     if args.pairs is not None:
         lines = [ln.split("\t") for ln in args.pairs.read_text().splitlines() if ln.strip()]
@@ -359,6 +368,7 @@ def _record(args) -> int:
     from coursegrader.run import record_folders
 
     course = Course(args.course)
+    course.check_pin()
     rec, late = record_folders(course, args.folders, args.add_unknown)
     print(f"recorded {len(rec.recorded)} pairs in {course.db_url} ({late} late submissions)")
     for s, a in rec.unknown:
@@ -369,6 +379,14 @@ def _record(args) -> int:
     return 0
 
 
+def _pin(args) -> int:
+    from coursegrader.course import pin
+
+    version = pin(Course(args.course).root)
+    print(f"{args.course} is graded from now on by the grader at commit {version['commit']}")
+    return 0
+
+
 def _rule(args) -> int:
     changed = sync_rule()
     print("\n".join(f"updated {p}" for p in changed) or "every rule cell is up to date")
@@ -376,4 +394,4 @@ def _rule(args) -> int:
 
 
 COMMANDS = {"generate": _generate, "grade": _grade, "sort": _sort, "extension": _extension,
-            "export": _export, "feedback": _feedback, "pairs": _pairs, "grade-pair": _grade_pair, "record": _record, "rule": _rule}
+            "export": _export, "feedback": _feedback, "pairs": _pairs, "grade-pair": _grade_pair, "record": _record, "pin": _pin, "rule": _rule}

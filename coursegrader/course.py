@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "assignments" / "source"
 BOOK_CONFIG = ROOT / "assignments" / "nbgrader_config.py"
+PIN = ".coursegrader-version.json"  # the grader the course was set up with (grader_version)
 MANIFEST = ".coursegrader-sources.json"  # what generate last copied into source/: name -> file -> sha256
 RULE = Path(__file__).with_name("ownwork.py")  # the exercise rule; every source notebook holds a copy
 RULE_ID = "own_work_rule"  # grade id of that copy: a locked cell with its input hidden
@@ -72,6 +73,27 @@ c.Autograde.pre_convert_hook = "coursegrader.noautograde.refuse"
 '''
 
 
+def grader_version() -> dict:
+    """The grading code as it is now: sha256 over ``coursegrader/*.py`` and the book's nbgrader
+    settings, and the git commit of the checkout (for the message that names it)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")) + [BOOK_CONFIG]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+    except OSError:
+        commit = ""
+    return {"sha256": digest.hexdigest(), "commit": commit or "unknown"}
+
+
+def pin(root: Path) -> dict:
+    """Record in the course ``root`` the grader that grades it from now on."""
+    version = grader_version()
+    (Path(root) / PIN).write_text(json.dumps(version, indent=1) + "\n", encoding="utf-8")
+    return version
+
+
 def assignment_names(source: Path = SOURCE) -> list[str]:
     """Every folder of ``source`` that holds a notebook of its own name, sorted."""
     return sorted(p.name for p in Path(source).iterdir() if (p / f"{p.name}.ipynb").is_file())
@@ -115,6 +137,23 @@ class Course:
             sys.path.insert(0, str(ROOT))
         self.config = PyFileConfigLoader("nbgrader_config.py", path=str(self.root)).load_config()
         self.coursedir = CourseDirectory(config=self.config, root=str(self.root))
+
+    def check_pin(self) -> None:
+        """Stop unless the grading code is the one the course was set up with (a ``git pull``
+        in the book's checkout mid-term must not change how the term is graded)."""
+        path = self.root / PIN
+        if not path.is_file():
+            pin(self.root)  # a course set up before versions were recorded: from now on
+            return
+        pinned, now = json.loads(path.read_text(encoding="utf-8")), grader_version()
+        if pinned.get("sha256") != now["sha256"]:
+            raise SystemExit(
+                f"error: the grading code changed since this course was set up: it was set up with the "
+                f"book at commit {pinned.get('commit')}, the checkout {ROOT} is at {now['commit']} "
+                f"(coursegrader/ or assignments/nbgrader_config.py differ). Grade the term with the "
+                f"grader it started with: `git checkout {pinned.get('commit')}` in {ROOT} (or a copy of "
+                f"the book at that commit). To grade with the new grader from now on, run "
+                f"`python -m coursegrader pin --course {self.root}`.")
 
     @staticmethod
     def is_course(path: Path) -> bool:
@@ -195,6 +234,7 @@ def write_config(root: Path, course_id: str = "attention-book") -> bool:
     path = root / "nbgrader_config.py"
     if path.exists():
         return False
+    pin(root)
     path.write_text(COURSE_CONFIG.format(book=str(ROOT), course_id=course_id,
                                          book_config="assignments/nbgrader_config.py"), encoding="utf-8")
     return True
@@ -210,6 +250,8 @@ def generate(out: Path, source: Path = SOURCE, names: list[str] | None = None, f
     out, source = Path(out).resolve(), Path(source).resolve()
     names = names or assignment_names(source)
     out.mkdir(parents=True, exist_ok=True)
+    if Course.is_course(out):
+        Course(out).check_pin()
     if write_config(out, course_id):
         log(f"wrote {out / 'nbgrader_config.py'} (the course's settings: yours to edit)")
     manifest_path = out / MANIFEST

@@ -121,6 +121,26 @@ def test_feedback_older_than_its_autograded_notebook_is_out_of_date(course):
     assert course.stale_feedback() == [("ana", "a1")]
 
 
+
+def test_the_course_is_graded_by_the_grader_it_was_set_up_with(course):
+    """A course records its grader's version; after a git pull changed it, every command stops
+    and names the commit to check out, until the instructor pins the new one."""
+    import json
+
+    from coursegrader.cli import main
+    from coursegrader.course import PIN
+
+    course.check_pin()
+    pinned = json.loads((course.root / PIN).read_text())
+    (course.root / PIN).write_text(json.dumps({**pinned, "sha256": "0" * 64, "commit": "abc1234"}))
+    with pytest.raises(SystemExit, match="git checkout abc1234"):
+        course.check_pin()
+    with pytest.raises(SystemExit, match="grading code changed"):
+        main(["export", "canvas", "--course", str(course.root)])
+    assert main(["pin", "--course", str(course.root)]) == 0
+    course.check_pin()
+
+
 NB = '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
 
 
