@@ -118,7 +118,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--course", type=Path, required=True)
     c.add_argument("--add-unknown", action="store_true")
 
-    n = sub.add_parser("pin", help="grade the course with the book's grader as it is now (after a deliberate update)")
+    n = sub.add_parser("pin", help="grade the course with the book's grader as it is now "
+                                   "(after a deliberate update)")
     n.add_argument("--course", type=Path, required=True)
 
     sub.add_parser("rule", help="copy coursegrader/ownwork.py into every source notebook's rule cell")
@@ -159,8 +160,8 @@ def _generate(args) -> int:
         i18n.generate(log=lambda *_: None)
         source = i18n.ASSIGNMENTS_ZH
     generate(args.course, source=source, force=args.force, course_id=course_id)
-    print(f"student versions: {args.course.resolve() / 'release'}/ASSIGNMENT/ (generated; nothing is released "
-          "until `nbgrader release_assignment ASSIGNMENT` or formgrader's Release button)")
+    print(f"student versions: {args.course.resolve() / 'release'}/ASSIGNMENT/ (generated; nothing is "
+          "released until `nbgrader release_assignment ASSIGNMENT` or formgrader's Release button)")
     return 0
 
 
@@ -268,8 +269,8 @@ def _feedback(args) -> int:
                       f"{course.folder('feedback', student, assignment)} through your platform")
                 continue
             extra = ["--force"] if step == "generate_feedback" else []
-            done = subprocess.run(nbgrader_command(course.root, [step, assignment, "--student", student, *extra]),
-                                  cwd=course.root, env=nbgrader_env())
+            command = nbgrader_command(course.root, [step, assignment, "--student", student, *extra])
+            done = subprocess.run(command, cwd=course.root, env=nbgrader_env())
             if done.returncode:
                 return done.returncode
         print(f"refreshed {student} / {assignment}")
@@ -283,7 +284,6 @@ EXPORTERS = {"canvas": "coursegrader.lms.CanvasExportPlugin", "moodle": "courseg
 
 def _export(args) -> int:
     from coursegrader.gradebook import refresh_penalties
-
     from coursegrader.lms import pending, released
 
     course = Course(args.course)
@@ -294,7 +294,8 @@ def _export(args) -> int:
         names = args.assignment or released(course, gb)
         unknown = sorted(set(names) - set(known))
         if unknown:
-            raise SystemExit(f"error: no assignment {', '.join(unknown)} in the gradebook ({', '.join(known)})")
+            raise SystemExit(f"error: no assignment {', '.join(unknown)} in the gradebook "
+                             f"({', '.join(known)})")
         if not names:
             raise SystemExit("error: no assignment was released or handed in yet, so there is nothing to "
                              "export; name one with ASSIGNMENTS=... (--assignment NAME)")
@@ -394,4 +395,5 @@ def _rule(args) -> int:
 
 
 COMMANDS = {"generate": _generate, "grade": _grade, "sort": _sort, "extension": _extension,
-            "export": _export, "feedback": _feedback, "pairs": _pairs, "grade-pair": _grade_pair, "record": _record, "pin": _pin, "rule": _rule}
+            "export": _export, "feedback": _feedback, "pairs": _pairs, "grade-pair": _grade_pair,
+            "record": _record, "pin": _pin, "rule": _rule}

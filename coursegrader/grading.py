@@ -190,8 +190,8 @@ def _flags(spec: Spec, verdicts: list[Verdict]) -> list[str]:
     other exercises did."""
     flags = []
     for ex in sorted({t.exercise for t in spec.tests}):
-        mine = [v for v, t in zip(verdicts, spec.tests, strict=True) if t.exercise == ex]
-        hidden = [v for v, t in zip(verdicts, spec.tests, strict=True) if t.exercise == ex and t.hidden.strip()]
+        pairs = [(v, t) for v, t in zip(verdicts, spec.tests, strict=True) if t.exercise == ex]
+        mine, hidden = [v for v, _ in pairs], [v for v, t in pairs if t.hidden.strip()]
         if hidden and all(v.failed in (None, "hidden tests") for v in mine) and \
                 all(v.failed == "hidden tests" and not v.by_student for v in hidden):
             flags.append(f"ex{ex}: {HARD_CODED}")
@@ -242,7 +242,8 @@ def _failing_line(err: Exception, test: TestCell, part: str) -> int | None:
 def _explain(part: str, err: Exception, test: TestCell, source: str) -> str:
     """Why a test part failed, in words a student may read: the student's own error in full,
     a self-check's failing line (students see the self-check), a hidden test's hint if it
-    has one (the assert's message, or its ``# hint:``), else only the kind of error."""
+    has one (its ``# hint:`` above the failing line, else the assert's message: ``assert ok, x``
+    often names only the case that failed), else only the kind of error."""
     if isinstance(err, Broken):
         return f"{part} failed: your function {err}"
     mine = getattr(err, "from_student", None)
@@ -256,6 +257,5 @@ def _explain(part: str, err: Exception, test: TestCell, source: str) -> str:
         at = f" at `{short(lines[line - 1].strip(), 100)}`" if line and 0 < line <= len(lines) else ""
         message = f": {short(err, 120)}" if str(err) else ""
         return f"{part} failed: {type(err).__name__}{message}{at}"
-    hint = str(err).strip() if isinstance(err, AssertionError) else ""
-    hint = hint or test.hint_at(line) or ""
+    hint = test.hint_at(line) or (str(err).strip() if isinstance(err, AssertionError) else "")
     return f"{part} failed: {type(err).__name__}" + (f" (hint: {short(hint, 200)})" if hint else "")

@@ -248,7 +248,8 @@ def sort_download(kind: str, download: Path, assignment: str, course, into: Path
                 student = participants.get(m.group("participant")) or by_name.get(_norm(m.group("name")))
                 if student is None:
                     if filename.endswith(".ipynb"):
-                        done.unknown.append(f"{rel}: {m.group('name')} (participant {m.group('participant')}) "
+                        who = f"{m.group('name')} (participant {m.group('participant')})"
+                        done.unknown.append(f"{rel}: {who} "
                                             "matches no name of the roster (or give --worksheet): not copied")
                     continue
             if not filename.endswith(".ipynb"):

@@ -72,7 +72,8 @@ def make_source(folder: Path) -> Path:
     nb = nbformat.read(path, as_version=4)
     nb.cells = [c for c in nb.cells if not is_written(c)]
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex4_tests")
-    cell.source = cell.source.replace("### BEGIN HIDDEN TESTS\n", f"### BEGIN HIDDEN TESTS\n# hint: {HINT}\n")
+    hidden = re.sub(r"^\s*#( hint:|\s{2,}).*\n", "", cell.source, flags=re.M)  # the source's hints give way
+    cell.source = hidden.replace("### BEGIN HIDDEN TESTS\n", f"### BEGIN HIDDEN TESTS\n# hint: {HINT}\n")
     nbformat.write(nb, path)
     return folder
 
@@ -226,8 +227,9 @@ def term(tmp_path_factory):
     out["feedback"] = {(s.name, n): s.fetch_feedback(n) for s in (ana, bob, cleo) for n in (CH01, CH03)}
     # 4. the exports: bob's written answer graded (0), cleo's still waiting, so her ch01 cell is empty
     formgrader_sets(course, "bob", CH01, "written1", manual_score=0)
-    out["exports"] = {kind: coursegrader("export", kind, "--course", str(root), "--to", str(tmp / f"{kind}.csv"),
-                                         "--partial") for kind in ("csv", "canvas", "moodle")}
+    out["exports"] = {kind: coursegrader("export", kind, "--course", str(root), "--partial",
+                                         "--to", str(tmp / f"{kind}.csv"))
+                      for kind in ("csv", "canvas", "moodle")}
     out["seconds"] = time.monotonic() - started
     print(f"\nthe term (without the batch route) took {out['seconds']:.0f} s")
     return out
@@ -272,6 +274,9 @@ def test_cleo_s_html_is_listed_and_her_hint_shown_never_the_hidden_test(term):
     html = term["feedback"]["cleo", CH03][0].read_text()
     assert HINT in html and "BEGIN HIDDEN" not in html and "torch.manual_seed(34)" not in html
     assert "att(q, k, v, lens)" not in html  # a line of the hidden tests
+    # the instructor's traceback of the failing hidden test, beside the gradebook in formgrader's lab
+    tb = (term["root"] / "grading" / "tracebacks" / CH03 / "cleo.txt").read_text()
+    assert "ex4_tests (hidden tests)" in tb and "AssertionError" in tb
 
 
 def test_a_manual_score_survives_later_grading_and_a_resubmission_changes_one_row(term):
@@ -434,7 +439,6 @@ def test_a_stale_chinese_statement_stops_the_chinese_course(tmp_path):
     """make assignments LANG=zh refuses when an English statement changed after its translation:
     the Chinese one would still say the old thing."""
     from book import i18n
-
     from coursegrader.cli import stale_translations
 
     catalogue = f"assignments/{CH01}.po"

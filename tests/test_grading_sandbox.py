@@ -16,10 +16,10 @@ import re
 import shutil
 from pathlib import Path
 
+import attacks  # tests/attacks.py, beside this file
 import nbformat
 import pytest
 
-import attacks  # tests/attacks.py, beside this file
 from coursegrader import grading, sandbox
 from coursegrader.run import grade
 from coursegrader.spec import Spec, TestCell
@@ -303,7 +303,8 @@ def borrows(source):
     """ch03 whose exercise 1 calls attnlib.masked_softmax; exercises 3 and 4 call the student's
     own my_masked_softmax, as the reference solution does."""
     nb = nbformat.read(source / CH03 / f"{CH03}.ipynb", as_version=4)
-    next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex1_solution").source = BORROWS
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex1_solution")
+    cell.source = BORROWS
     return nb
 
 

@@ -73,8 +73,8 @@ def test_the_spec_leaves_written_answers_to_formgrader_and_knows_the_hints(tmp_p
                                     "grade_id": "written1", "schema_version": 3}
     nb.cells.append(written)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex4_tests")
-    cell.source = cell.source.replace("### BEGIN HIDDEN TESTS\n",
-                                      "### BEGIN HIDDEN TESTS\n# hint: the scaling\n")
+    hidden = "".join(ln for ln in cell.source.splitlines(True) if not ln.startswith(("# hint:", "#  ")))
+    cell.source = hidden.replace("### BEGIN HIDDEN TESTS\n", "### BEGIN HIDDEN TESTS\n# hint: the scaling\n")
     nbformat.write(nb, path)
     spec = load_spec(tmp_path, CH03)
     assert [(m.grade_id, m.points, m.cell_type) for m in spec.manual] == [("written1", 2.0, "markdown")]

@@ -174,8 +174,8 @@ def test_sorting_a_canvas_download(course, tmp_path):
     again = sort_download("canvas", download, a, course)
     assert again.copied == [] and len(again.unchanged) == 2
     # the same notebook handed in again under another name is the same hand-in, not another one
-    renamed = sort_download("canvas", canvas_zip(tmp_path / "renamed.zip", {f"costacleo_1003_601_{a}.ipynb": NB}),
-                            a, course)
+    renamed_zip = canvas_zip(tmp_path / "renamed.zip", {f"costacleo_1003_601_{a}.ipynb": NB})
+    renamed = sort_download("canvas", renamed_zip, a, course)
     assert (renamed.copied, renamed.refused, len(renamed.unchanged)) == ([], [], 1)
     v2 = NB.replace("[]", '[{"cell_type": "markdown", "id": "x", "metadata": {}, "source": "v2"}]', 1)
     newer = canvas_zip(tmp_path / "newer.zip", {f"alvesana_1001_600_{a}.ipynb": v2})
