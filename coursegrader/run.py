@@ -197,7 +197,8 @@ def grade(submissions: Path | None, out: Path | None = None, timeout: float = 30
 
     def finished(r: Result) -> None:
         done[r.student, r.assignment] = r
-        reports.write_feedback(r, specs[r.assignment].points, run.feedback / r.student / f"{r.assignment}.md")
+        reports.write_feedback(r, specs[r.assignment].points, run.feedback / r.student / f"{r.assignment}.md",
+                               specs[r.assignment].lang)
         if the_course is not None:
             from coursegrader import gradebook
 

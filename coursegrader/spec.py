@@ -25,6 +25,7 @@ import nbformat
 
 EXERCISE = re.compile(r"^ex(\d+)_")  # grade ids exN_solution and exN_tests: exercise N
 HIDDEN = "### BEGIN HIDDEN TESTS"
+CJK = re.compile(r"[\u4e00-\u9fff]")  # Chinese characters in a statement: the Chinese course
 HINT = re.compile(r"^\s*#\s*hint:\s*(?P<text>.+?)\s*$", re.IGNORECASE)
 MORE = re.compile(r"^\s*#\s{2,}(?P<text>\S.*?)\s*$")  # a hint's next line: "#   ..." (two spaces or more)
 
@@ -89,6 +90,7 @@ class Spec:
     answers: dict[str, list[str]] = field(default_factory=dict)  # function -> calls it rules out
     manual: list[ManualCell] = field(default_factory=list)
     source_sha256: str = ""  # of the source notebook file: a changed test means a regrade
+    lang: str = "en"  # "zh": the Chinese course's source (its statements are Chinese): zh.say
     cells: list[SourceCell] = field(default_factory=list)  # every nbgrader cell, in order
 
     @property
@@ -165,6 +167,8 @@ def load_spec(source: Path, name: str) -> Spec:
         elif meta.get("locked"):
             spec.locked[gid] = cell.source
             spec.setup.append(gid)
+    if any(CJK.search(c.source) for c in nb.cells if c.cell_type == "markdown"):
+        spec.lang = "zh"  # book.i18n translated its markdown: the grader speaks Chinese to its students
     spec.answers = _answers(name, [spec.locked[gid] for gid in spec.setup])
     missing = sorted(set(spec.functions) - set(spec.answers))
     unknown = sorted(set(spec.answers) - set(spec.functions))
