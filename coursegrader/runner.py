@@ -248,7 +248,7 @@ def main() -> None:
     def call(name, args, kwargs):
         """``name(*args, **kwargs)`` under the exercise rule: its result, or why it broke it."""
         if audit["seen"]:
-            return None, (f"{audit['seen']} (in a cell)", "check")
+            return None, (f"{audit['seen']} (in a cell)", "check", "")
         audit["on"] = ()  # from here until the call: the runner's own events
         beside = _company()
         if beside:
