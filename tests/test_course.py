@@ -450,3 +450,17 @@ def test_a_stale_chinese_statement_stops_the_chinese_course(tmp_path):
     changed.write_text(text.replace("Write `softmax_t(scores, temperature)`", "Write `softmax_t(scores, t)`"))
     found = stale_translations([i18n.Source(catalogue, changed, "notebook")])
     assert found and all(f.startswith(catalogue) for f in found) and "out of date" in found[0]
+
+
+def test_the_chinese_course_has_its_own_default_course_id(monkeypatch, tmp_path):
+    """Both courses can share one exchange: make assignments LANG=zh names a new course
+    attention-book-zh, the English one attention-book (their config's CourseDirectory.course_id)."""
+    from book import i18n
+    from coursegrader import cli
+
+    made = {}
+    monkeypatch.setattr(i18n, "generate", lambda **_: [])
+    monkeypatch.setattr(cli, "generate", lambda course, **kw: made.setdefault(str(course), kw["course_id"]))
+    for lang in ("en", "zh"):
+        assert cli.main(["generate", "--lang", lang, "--course", str(tmp_path / lang)]) == 0
+    assert made == {str(tmp_path / "en"): "attention-book", str(tmp_path / "zh"): "attention-book-zh"}
