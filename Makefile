@@ -66,6 +66,8 @@ help:
 	@echo "  make grade        grade COURSE/submitted in the sandbox into the gradebook [JOBS=N FORCE=1"
 	@echo "                    STUDENT=id ASSIGNMENT=name] -> reports in COURSE/grading/"
 	@echo "  make export       the grades for the LMS: LMS=canvas|moodle|csv -> COURSE/grading/LMS.csv"
+	@echo "                    [ASSIGNMENTS=\"a b\"] [PARTIAL=1: answers still to grade by hand left empty]"
+	@echo "  make feedback     generate (and release) again the feedback a regrade made stale"
 	@echo "  make formgrader   JupyterLab on COURSE with nbgrader's formgrader (manual grading, feedback)"
 	@echo "Set-up and maintenance:"
 	@echo "  make install      build $(VENV) from requirements.lock (a no-op when up to date)"
@@ -203,7 +205,7 @@ models: install
 COURSE ?= $(if $(filter zh,$(BOOK_LANG)),build/assignments-zh,build/assignments)
 SUBMISSIONS ?= $(COURSE)/submitted
 COURSE_DEPS := $(if $(wildcard $(STAMP)),,install)
-.PHONY: assignments grade export formgrader
+.PHONY: assignments grade export feedback formgrader
 assignments: $(COURSE_DEPS)
 ifeq ($(BOOK_LANG),zh)
 	$(BIN)/python -m book.i18n generate
@@ -221,10 +223,15 @@ GRADE_FLAGS = $(strip $(if $(FORCE),--force) $(if $(STUDENT),--student $(STUDENT
 grade: $(COURSE_DEPS)
 	$(BIN)/python -m coursegrader grade $(SUBMISSIONS) --course $(COURSE) --jobs $(JOBS) $(GRADE_FLAGS)
 
-# LMS=canvas|moodle|csv: the class's grades -> COURSE/grading/LMS.csv (nbgrader export with the book's plugins)
+# LMS=canvas|moodle|csv: the class's grades -> COURSE/grading/LMS.csv (nbgrader export with the book's plugins);
+# the assignments released (or ASSIGNMENTS="a b"); refuses while answers wait for a hand grade unless PARTIAL=1
 LMS ?= canvas
 export: $(COURSE_DEPS)
-	$(BIN)/python -m coursegrader export $(LMS) --course $(COURSE)
+	$(BIN)/python -m coursegrader export $(LMS) --course $(COURSE)$(foreach a,$(ASSIGNMENTS), --assignment $(a))$(if $(PARTIAL), --partial,)
+
+# the feedback a regrade made stale, generated again (and released again through the exchange)
+feedback: $(COURSE_DEPS)
+	$(BIN)/python -m coursegrader feedback --course $(COURSE)
 
 # JupyterLab on the course directory, with nbgrader's formgrader (menu Nbgrader -> Formgrader)
 formgrader: $(COURSE_DEPS)

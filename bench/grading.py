@@ -31,10 +31,10 @@ KINDS = ("honest", "wrong", "broken", "adversarial")
 
 
 def _graders():
-    """``coursegrader.run.grade`` (the sandboxed grader) and ``coursegrader.legacy``."""
+    """``coursegrader.run.grade`` (the sandboxed grader) and ``bench.legacy`` (the old one)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from coursegrader import legacy
+    from bench import legacy
     from coursegrader.course import assignment_names
     from coursegrader.run import grade
 

@@ -17,6 +17,9 @@ Modules, in the order a submission meets them:
 * ``result``: a pair's ``Result``; ``run``: a grading run; ``reports``: its reports;
 * ``gradebook``: recording results in nbgrader's gradebook, late penalties;
 * ``lms``: Canvas and Moodle (export plugins, sorting downloads); ``late``: a per-day penalty;
-* ``noautograde``: keeps nbgrader's own autograde off; ``cli``: the commands;
-* ``attacks``: the adversarial submissions the tests use; ``legacy``: the old grader (benchmarks).
+* ``zh``: the grader's words for the Chinese course;
+* ``noautograde``: keeps nbgrader's own autograde off; ``cli``: the commands.
+
+The test kit lives beside what uses it: ``tests/attacks.py`` (the adversarial submissions the
+tests grade) and ``bench/legacy.py`` (the old grader the benchmark compares with).
 """

@@ -24,6 +24,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
 from coursegrader.result import Result
 from coursegrader.spec import Spec
+from coursegrader.zh import verdict
 
 META = "coursegrader"  # notebook metadata key: what was graded
 MISSING_ANSWER = "*(The notebook handed in has no cell for this answer.)*"
@@ -41,10 +42,8 @@ def _grade_id(cell) -> str | None:
     return gid if isinstance(gid, str) else None
 
 
-def verdict_line(earned: float, points: float, why: str | None) -> str:
-    if why is None and earned >= points:
-        return f"passed: {earned:g} of {points:g} points\n"
-    return f"{earned:g} of {points:g} points: {why or 'not graded'}\n"
+def verdict_line(earned: float, points: float, why: str | None, lang: str = "en") -> str:
+    return verdict(earned, points, why, lang)
 
 
 def build(spec: Spec, nb, result: Result, verdicts: list, general_notes: list[str]):
@@ -87,9 +86,11 @@ def build(spec: Spec, nb, result: Result, verdicts: list, general_notes: list[st
     for v in verdicts:
         cell = by_id.get(v.grade_id)
         if cell is not None and cell.cell_type == "code":
-            cell.outputs = [new_output("stream", name="stdout", text=verdict_line(v.earned, v.points, v.why))]
+            line = verdict_line(v.earned, v.points, v.why, spec.lang)
+            cell.outputs = [new_output("stream", name="stdout", text=line)]
     if general_notes:
-        text = "**Notes from grading**\n\n" + "\n".join(f"- {_escape(n)}" for n in general_notes)
+        text = ("**评分说明**" if spec.lang == "zh" else "**Notes from grading**") + "\n\n" + \
+            "\n".join(f"- {_escape(n)}" for n in general_notes)
         cells.insert(0, _cell("markdown", text, "grading-notes", metadata={"tags": ["grading-notes"]}))
     nb.cells = cells
     if nb.nbformat_minor < 5:  # cell ids came with nbformat 4.5

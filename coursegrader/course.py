@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "assignments" / "source"
 BOOK_CONFIG = ROOT / "assignments" / "nbgrader_config.py"
+PIN = ".coursegrader-version.json"  # the grader the course was set up with (grader_version)
 MANIFEST = ".coursegrader-sources.json"  # what generate last copied into source/: name -> file -> sha256
 RULE = Path(__file__).with_name("ownwork.py")  # the exercise rule; every source notebook holds a copy
 RULE_ID = "own_work_rule"  # grade id of that copy: a locked cell with its input hidden
@@ -72,6 +73,27 @@ c.Autograde.pre_convert_hook = "coursegrader.noautograde.refuse"
 '''
 
 
+def grader_version() -> dict:
+    """The grading code as it is now: sha256 over ``coursegrader/*.py`` and the book's nbgrader
+    settings, and the git commit of the checkout (for the message that names it)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")) + [BOOK_CONFIG]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+    except OSError:
+        commit = ""
+    return {"sha256": digest.hexdigest(), "commit": commit or "unknown"}
+
+
+def pin(root: Path) -> dict:
+    """Record in the course ``root`` the grader that grades it from now on."""
+    version = grader_version()
+    (Path(root) / PIN).write_text(json.dumps(version, indent=1) + "\n", encoding="utf-8")
+    return version
+
+
 def assignment_names(source: Path = SOURCE) -> list[str]:
     """Every folder of ``source`` that holds a notebook of its own name, sorted."""
     return sorted(p.name for p in Path(source).iterdir() if (p / f"{p.name}.ipynb").is_file())
@@ -116,6 +138,23 @@ class Course:
         self.config = PyFileConfigLoader("nbgrader_config.py", path=str(self.root)).load_config()
         self.coursedir = CourseDirectory(config=self.config, root=str(self.root))
 
+    def check_pin(self) -> None:
+        """Stop unless the grading code is the one the course was set up with (a ``git pull``
+        in the book's checkout mid-term must not change how the term is graded)."""
+        path = self.root / PIN
+        if not path.is_file():
+            pin(self.root)  # a course set up before versions were recorded: from now on
+            return
+        pinned, now = json.loads(path.read_text(encoding="utf-8")), grader_version()
+        if pinned.get("sha256") != now["sha256"]:
+            raise SystemExit(
+                f"error: the grading code changed since this course was set up: it was set up with the "
+                f"book at commit {pinned.get('commit')}, the checkout {ROOT} is at {now['commit']} "
+                f"(coursegrader/ or assignments/nbgrader_config.py differ). Grade the term with the "
+                f"grader it started with: `git checkout {pinned.get('commit')}` in {ROOT} (or a copy of "
+                f"the book at that commit). To grade with the new grader from now on, run "
+                f"`python -m coursegrader pin --course {self.root}`.")
+
     @staticmethod
     def is_course(path: Path) -> bool:
         return (Path(path) / "nbgrader_config.py").is_file()
@@ -142,8 +181,28 @@ class Course:
                                                student, assignment))
 
     @property
+    def outbound(self) -> Path:
+        """Where ``nbgrader release_assignment`` puts the released assignments: the exchange's
+        ``COURSE_ID/outbound/``."""
+        root = self.config.Exchange.get("root", "/srv/nbgrader/exchange")
+        return Path(root) / self.course_id / "outbound"
+
+    @property
     def reports(self) -> Path:
         return self.root / "grading"
+
+    def stale_feedback(self) -> list[tuple[str, str]]:
+        """``(student, assignment)`` of every feedback file (``nbgrader generate_feedback``'s
+        ``feedback/STUDENT/ASSIGNMENT/ASSIGNMENT.html``) older than the autograded notebook it
+        was made from: a regrade (``make grade``) changed what it should say."""
+        stale = []
+        for html in sorted(self.root.glob("feedback/*/*/*.html")):
+            student, assignment = html.parent.parent.name, html.parent.name
+            graded = self.folder("autograded", student, assignment) / f"{assignment}.ipynb"
+            if html.name == f"{assignment}.html" and graded.is_file() and \
+                    graded.stat().st_mtime > html.stat().st_mtime:
+                stale.append((student, assignment))
+        return stale
 
     def gradebook(self):
         """nbgrader's ``Gradebook`` of the course (a new database is made with ``alembic``, which
@@ -175,6 +234,7 @@ def write_config(root: Path, course_id: str = "attention-book") -> bool:
     path = root / "nbgrader_config.py"
     if path.exists():
         return False
+    pin(root)
     path.write_text(COURSE_CONFIG.format(book=str(ROOT), course_id=course_id,
                                          book_config="assignments/nbgrader_config.py"), encoding="utf-8")
     return True
@@ -190,6 +250,8 @@ def generate(out: Path, source: Path = SOURCE, names: list[str] | None = None, f
     out, source = Path(out).resolve(), Path(source).resolve()
     names = names or assignment_names(source)
     out.mkdir(parents=True, exist_ok=True)
+    if Course.is_course(out):
+        Course(out).check_pin()
     if write_config(out, course_id):
         log(f"wrote {out / 'nbgrader_config.py'} (the course's settings: yours to edit)")
     manifest_path = out / MANIFEST
@@ -236,11 +298,15 @@ def generate(out: Path, source: Path = SOURCE, names: list[str] | None = None, f
                     if "because there are submissions" in text else "")
             raise RuntimeError(f"nbgrader generate_assignment {' '.join(batch)} failed:\n"
                                f"{text[-4000:]}{hint}")
+    outbound = Course(out).outbound
     for name in todo:
-        log(f"generated {name} -> {out / 'release' / name}")
-        if (out / "submitted").is_dir() and any((out / "submitted").glob(f"*/{name}")):
-            log(f"  {name} has submissions: if it was released already, hand out the new version with "
-                f"`nbgrader release_assignment {name} --force` (run in {out})")
+        log(f"generated {name} -> {out / 'release' / name} (not released)")
+        if (outbound / name).is_dir():
+            log(f"  {name} was released: students have the old version until you hand out the new one "
+                f"with `nbgrader release_assignment {name} --force` (run in {out})")
+        elif (out / "submitted").is_dir() and any((out / "submitted").glob(f"*/{name}")):
+            log(f"  {name} has submissions but was not released through the exchange: hand the new "
+                f"version out as you handed out the old one")
     if not todo:
         log(f"every assignment in {out} is up to date with {source}")
     released = [out / "release" / name / f"{name}.ipynb" for name in names]

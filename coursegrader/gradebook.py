@@ -97,8 +97,19 @@ def record(course: Course, folders: list[Path], add_unknown: bool = False, keep:
             log(f"added {r.student} to the gradebook (not on the roster)")
         _record_one(course, r, folder, granted.get((r.student, r.assignment)), done,
                     keep or folder / "replaced-autograded")
+        _keep_tracebacks(course, r, folder)
         done.recorded.append((r.student, r.assignment))
     return done
+
+
+def _keep_tracebacks(course: Course, r: Result, folder: Path) -> None:
+    """The instructor's tracebacks of the pair as recorded, where formgrader's JupyterLab file
+    browser finds them beside the gradebook: ``grading/tracebacks/ASSIGNMENT/STUDENT.txt``."""
+    dest = course.reports / "tracebacks" / r.assignment / f"{r.student}.txt"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    found = folder / "tracebacks.txt"
+    text = found.read_text(encoding="utf-8") if found.is_file() else "no traceback: nothing failed\n"
+    dest.write_text(f"{r.student} / {r.assignment}, graded in {folder}\n\n{text}", encoding="utf-8")
 
 
 def _changed(course: Course, r: Result) -> bool:

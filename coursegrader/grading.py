@@ -41,8 +41,8 @@ from coursegrader.session import (
 )
 from coursegrader.spec import Spec, TestCell
 
-HARD_CODED = ("every self-check passed and every hidden test failed: answers fitted to the "
-              "self-checks (hard-coded)?")
+HARD_CODED = ("every self-check passed and every hidden test failed: an answer fitted to the "
+              "self-checks (hard-coded)?")  # said per exercise: "ex3: every self-check ..."
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -117,7 +117,7 @@ def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
     work.mkdir(parents=True, exist_ok=True)
     progress = work / "progress.jsonl"
     steps, notes = plan(spec, nb)
-    session = Session(steps, work, timeout, no_sandbox, spec.answers)
+    session = Session(steps, work, timeout, no_sandbox, spec.answers, spec.functions)
     scores = dict.fromkeys(spec.points, 0.0)
     lost: dict[int, list[str]] = {}
     namespace: dict = {"__name__": "__main__"}
@@ -147,6 +147,9 @@ def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
             if session.used:  # however the test went: the exercise scores 0
                 ruled.setdefault(test.exercise, ruled_out(test.exercise, session.used[0]))
                 verdict.why, verdict.failed = ruled[test.exercise], None
+            for used in session.charged:  # made by another exercise's own code: that one scores 0
+                ruled.setdefault(used.exercise, ruled_out(used.exercise, used))
+            session.charged = []
             if verdict.why is None:
                 verdict.earned = test.points
                 scores[test.exercise] += test.points
@@ -182,11 +185,17 @@ def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
 
 
 def _flags(spec: Spec, verdicts: list[Verdict]) -> list[str]:
-    """What the instructor should look at: every self-check passed and every hidden test failed."""
-    hidden = [v for v, t in zip(verdicts, spec.tests, strict=True) if t.hidden.strip()]
-    if hidden and all(v.failed == "hidden tests" and not v.by_student for v in hidden):
-        return [HARD_CODED]
-    return []
+    """What the instructor should look at: each exercise whose self-checks all passed and whose
+    hidden tests all failed (the test's verdict, not the student's code raising), whatever the
+    other exercises did."""
+    flags = []
+    for ex in sorted({t.exercise for t in spec.tests}):
+        pairs = [(v, t) for v, t in zip(verdicts, spec.tests, strict=True) if t.exercise == ex]
+        mine, hidden = [v for v, _ in pairs], [v for v, t in pairs if t.hidden.strip()]
+        if hidden and all(v.failed in (None, "hidden tests") for v in mine) and \
+                all(v.failed == "hidden tests" and not v.by_student for v in hidden):
+            flags.append(f"ex{ex}: {HARD_CODED}")
+    return flags
 
 
 def _run_test(test: TestCell, namespace: dict, out: io.StringIO) -> Verdict:
@@ -233,7 +242,8 @@ def _failing_line(err: Exception, test: TestCell, part: str) -> int | None:
 def _explain(part: str, err: Exception, test: TestCell, source: str) -> str:
     """Why a test part failed, in words a student may read: the student's own error in full,
     a self-check's failing line (students see the self-check), a hidden test's hint if it
-    has one (the assert's message, or its ``# hint:``), else only the kind of error."""
+    has one (its ``# hint:`` above the failing line, else the assert's message: ``assert ok, x``
+    often names only the case that failed), else only the kind of error."""
     if isinstance(err, Broken):
         return f"{part} failed: your function {err}"
     mine = getattr(err, "from_student", None)
@@ -247,6 +257,5 @@ def _explain(part: str, err: Exception, test: TestCell, source: str) -> str:
         at = f" at `{short(lines[line - 1].strip(), 100)}`" if line and 0 < line <= len(lines) else ""
         message = f": {short(err, 120)}" if str(err) else ""
         return f"{part} failed: {type(err).__name__}{message}{at}"
-    hint = str(err).strip() if isinstance(err, AssertionError) else ""
-    hint = hint or test.hint_at(line) or ""
+    hint = test.hint_at(line) or (str(err).strip() if isinstance(err, AssertionError) else "")
     return f"{part} failed: {type(err).__name__}" + (f" (hint: {short(hint, 200)})" if hint else "")

@@ -8,7 +8,11 @@ Export, in the course directory::
 
 Both write one row per student of the roster and one column per assignment, the score after
 the late penalty (nbgrader's ``score - late_submission_penalty``, at least 0; a missing
-submission is 0), as nbgrader's own CSV exporter computes it.
+submission is 0), as nbgrader's own CSV exporter computes it. A submission with answers still
+to be graded by hand gets an empty cell (an LMS leaves an empty cell's grade as it is), never
+a partial total; ``python -m coursegrader export`` (``make export``) refuses to write while
+there are such answers unless told ``--partial``, and exports only the assignments the class
+received (``released``) unless told which.
 
 * Canvas (its Gradebook's "Import"): the header Canvas's importer expects, ``Student, ID, SIS
   User ID, SIS Login ID, Section``, then a column per assignment (``NAME (CANVAS_ID)`` when
@@ -31,8 +35,10 @@ Canvas names each file ``name_[late_]USERID_SUBMISSIONID_FILENAME`` (the roster'
 assignsubmission_file_...`` (the student is found by full name in the roster, or through the
 grading worksheet's email column with ``--worksheet``). Only ``.ipynb`` files are copied; every
 other file is listed. A hand-in already there with other content is never overwritten without
-``--force``, which keeps the old one under ``submitted-replaced/`` first. Students not on the
-roster are sorted under their LMS id and reported.
+``--force``, which keeps the old one under ``submitted-replaced/`` first; the same notebook
+again (byte for byte, under whatever name) is left as it is. A hand-in of someone not on the
+roster is reported and not copied (no student folder is named by an LMS number): add them to
+the roster (with their ``lms_user_id``) and sort again.
 """
 from __future__ import annotations
 
@@ -55,13 +61,35 @@ CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Secti
 MOODLE_USER_COLUMNS = ["First name", "Last name", "ID number", "Institution", "Department", "Email address"]
 
 
-def _number(x: float) -> str:
-    return f"{round(float(x), 2):g}"
+def _number(x: float | None) -> str:
+    return "" if x is None else f"{round(float(x), 2):g}"
+
+
+def released(course, gradebook) -> list[str]:
+    """The assignments the class received: released to the course's exchange (``nbgrader
+    release_assignment`` puts them in ``EXCHANGE/COURSE_ID/outbound/``) or handed in by someone
+    (an assignment handed out through an LMS has submissions but no exchange folder)."""
+    outbound = course.outbound
+    return [a.name for a in sorted(gradebook.assignments, key=lambda a: a.name)
+            if (outbound / a.name).is_dir() or a.num_submissions]
+
+
+def pending(gradebook, assignments: list[str]) -> list[tuple[str, str, list[str]]]:
+    """``(student, assignment, [grade ids])`` of every submission of ``assignments`` with answers
+    still to be graded by hand (formgrader's "needs manual grade")."""
+    found = []
+    for name in assignments:
+        for sub in gradebook.find_assignment(name).submissions:
+            cells = sorted(g.name for nb in sub.notebooks for g in nb.grades if g.needs_manual_grade)
+            if cells:
+                found.append((sub.student.id, name, cells))
+    return sorted(found)
 
 
 def final_scores(plugin: ExportPlugin, gradebook) -> tuple[list, list, dict]:
     """The students and assignments the plugin exports (its ``--student``/``--assignment``), and
-    ``(student, assignment) -> score after the late penalty`` (0 when nothing was handed in)."""
+    ``(student, assignment) -> score after the late penalty`` (0 when nothing was handed in,
+    None while an answer is still to be graded by hand: the cell stays empty)."""
     order = sorted(gradebook.students, key=lambda s: (s.last_name or "", s.first_name or "", s.id))
     students = [s for s in order if not plugin.student or s.id in map(str, plugin.student)]
     assignments = [a for a in sorted(gradebook.assignments, key=lambda a: a.name)
@@ -74,7 +102,11 @@ def final_scores(plugin: ExportPlugin, gradebook) -> tuple[list, list, dict]:
             except MissingEntry:
                 scores[s.id, a.name] = 0.0
             else:
-                scores[s.id, a.name] = max(0.0, sub.score - (sub.late_submission_penalty or 0.0))
+                scores[s.id, a.name] = None if sub.needs_manual_grade else \
+                    max(0.0, sub.score - (sub.late_submission_penalty or 0.0))
+    waiting = [f"{s} / {a}" for (s, a), v in scores.items() if v is None]
+    if waiting:
+        plugin.log.warning("not graded by hand yet, left empty: %s", ", ".join(waiting))
     return students, assignments, scores
 
 
@@ -201,8 +233,10 @@ def sort_download(kind: str, download: Path, assignment: str, course, into: Path
                 if m.group("late") and filename.endswith(".ipynb"):
                     done.late.append(rel)
                 if student is None:
-                    student = m.group("user")
-                    done.unknown.append(f"{rel}: Canvas user {student} is no lms_user_id of the roster")
+                    if filename.endswith(".ipynb"):
+                        done.unknown.append(f"{rel}: Canvas user {m.group('user')} is no lms_user_id of the "
+                                            "roster: not copied (add them to the roster and sort again)")
+                    continue
             else:
                 top = Path(rel).parts[0]
                 m = MOODLE_NAME.match(top)
@@ -213,9 +247,11 @@ def sort_download(kind: str, download: Path, assignment: str, course, into: Path
                 filename = path.name if len(Path(rel).parts) > 1 else m.group("file")
                 student = participants.get(m.group("participant")) or by_name.get(_norm(m.group("name")))
                 if student is None:
-                    student = f"participant-{m.group('participant')}"
-                    done.unknown.append(f"{rel}: {m.group('name')} (participant {m.group('participant')}) "
-                                        "matches no name of the roster (or give --worksheet)")
+                    if filename.endswith(".ipynb"):
+                        who = f"{m.group('name')} (participant {m.group('participant')})"
+                        done.unknown.append(f"{rel}: {who} "
+                                            "matches no name of the roster (or give --worksheet): not copied")
+                    continue
             if not filename.endswith(".ipynb"):
                 done.ignored.append(f"{rel}: not a notebook (only .ipynb files are submissions)")
                 continue
@@ -226,7 +262,7 @@ def sort_download(kind: str, download: Path, assignment: str, course, into: Path
             if dest.is_dir():
                 old = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
                        for p in dest.iterdir() if p.is_file() and p.suffix == ".ipynb"}
-                if old == new:
+                if sorted(old.values()) == sorted(new.values()):  # the same notebooks, maybe renamed
                     done.unchanged.append(str(dest))
                     continue
                 if not force:

@@ -17,7 +17,9 @@ MESSAGE = ("This course is graded by the book's sandboxed grader, not by nbgrade
            "`python -m coursegrader grade --course COURSE`), see docs/instructors.md.")
 
 if os.environ.get("COURSEGRADER_NBGRADER_AUTOGRADE") != "1":
-    raise RuntimeError(MESSAGE)
+    # SystemExit with a message: the command line prints it alone (no traceback) and exits with 1;
+    # formgrader's Autograde button (nbgrader's capture_log catches everything) shows it as the error
+    raise SystemExit(f"error: {MESSAGE}")
 
 
 def refuse(**_):

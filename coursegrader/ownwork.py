@@ -57,46 +57,76 @@ def answer_targets(names):
     return found
 
 
-_active = []  # (function name, targets, hits) of the guards open now, innermost last
+_active = []  # (function name, targets, hits, owner) of the guards open now, innermost last
+_mode_caller = [None]  # the frame that called into the torch mode (the profile sees it)
 
 
-def _check(obj):
-    """Record and refuse ``obj`` (a callable or a code object) if an open guard forbids it."""
+def _lookup(obj, targets):
+    name = targets.get(id(obj))
+    if name is None and isinstance(obj, types.BuiltinMethodType) and obj.__self__ is not None:
+        name = targets.get(id(getattr(type(obj.__self__), obj.__name__, None)))  # x.softmax(...)
+    return name
+
+
+def _maker(frame, owner):
+    """The exercise whose own code made a call, from ``frame`` outwards: ``(owner(code), file,
+    line)`` of the first frame that ``owner`` knows as the student's code (None if none is)."""
+    while owner is not None and frame is not None:
+        found = owner(frame.f_code)
+        if found is not None:
+            return found, frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def _check(obj, frame=None):
+    """Record and refuse ``obj`` (a callable or a code object, called from ``frame``) if an open
+    guard forbids it. A call made by the code of another exercise's function that its own rule
+    forbids too is that exercise's fault: recorded for it, and let through."""
     hit = False
-    for label, targets, hits in _active:
-        name = targets.get(id(obj))
-        if name is None and isinstance(obj, types.BuiltinMethodType) and obj.__self__ is not None:
-            name = targets.get(id(getattr(type(obj.__self__), obj.__name__, None)))  # x.softmax(...)
-        if name is not None:
-            hits.append(name)
-            hit = hit or f"{label} uses {name}, which this exercise asks you to write yourself"
+    for label, targets, hits, owner in _active:
+        name = _lookup(obj, targets)
+        if name is None:
+            continue
+        made = _maker(frame, owner)
+        where = made[1:] if made else (None, None)
+        if made and made[0][0] not in (None, label) and _lookup(obj, made[0][1]):
+            hits.append((made[0][0], name, *where))
+            continue
+        hits.append((label, name, *where))
+        hit = hit or f"{label} uses {name}, which this exercise asks you to write yourself"
     if hit:
         raise OwnWorkError(hit)
 
 
 def _profile(frame, event, arg):
     if event == "call":
-        _check(frame.f_code)
+        if frame.f_code is _TorchCalls.__torch_function__.__code__:
+            _mode_caller[0] = frame.f_back
+        _check(frame.f_code, frame.f_back)
     elif event == "c_call" and not frame.f_code.co_filename.startswith(_TORCH):
-        _check(arg)  # torch's own C calls: the listed torch builtins are the mode's to see
+        _check(arg, frame)  # torch's own C calls: the listed torch builtins are the mode's to see
 
 
 class _TorchCalls(TorchFunctionMode):
     """Sees every torch function, however it is reached (a C caller, ``operator.call``, ...)."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        _check(func)
+        caller, _mode_caller[0] = _mode_caller[0], None
+        _check(func, caller)
         return func(*args, **(kwargs or {}))
 
 
 @contextlib.contextmanager
-def own_work(label, targets):
-    """While the block runs, calls of the ``targets`` (``answer_targets``) record their name in
-    the list this yields and raise ``OwnWorkError`` (in this thread and threads started meanwhile)."""
+def own_work(label, targets, owner=None):
+    """While the block runs, calls of the ``targets`` (``answer_targets``) raise ``OwnWorkError``
+    (in this thread and threads started meanwhile) and add ``(label, name, file, line)`` to the
+    list this yields. ``owner(code)`` says whose code a frame runs: ``(label, targets)`` of an
+    exercise function, ``(None, {})`` for the student's other code, None for code not theirs."""
     hits = []
     # entered and left outside the profile: the mode's own calls are no hits
     with _TorchCalls() if targets.get("torch") else contextlib.nullcontext():
-        _active.append((label, targets, hits))
+        _active.append((label, targets, hits, owner))
         outer, outer_threads = sys.getprofile(), threading.getprofile()
         sys.setprofile(_profile)
         threading.setprofile(_profile)
@@ -108,18 +138,25 @@ def own_work(label, targets):
             _active.pop()
 
 
+_cells = {}  # notebook cell file -> (label, targets) of the exercise function defined there
+
+
 def guarded(fn, label, names):
     """``fn`` that runs under ``own_work(label, names)`` and fails if it used one of ``names``.
-    Called from another exercise function, it runs under that one's rule alone (as graded)."""
+    Called from another exercise function, it runs under that one's rule alone (as graded), and
+    a call its own code makes is its own exercise's fault, not the caller's."""
     targets = answer_targets(names)
+    file = fn.__code__.co_filename
+    _cells[file] = (label, targets) if _cells.get(file, (label,))[0] == label else (None, {})
 
     def call(*args, **kwargs):
         if _active:
             return fn(*args, **kwargs)
-        with own_work(label, targets) as hits:
+        with own_work(label, targets, lambda code: _cells.get(code.co_filename)) as hits:
             result = fn(*args, **kwargs)
-        if hits:
-            raise OwnWorkError(f"{label} uses {hits[0]}, which this exercise asks you to write yourself")
+        if any(h[0] == label for h in hits):
+            name = next(h[1] for h in hits if h[0] == label)
+            raise OwnWorkError(f"{label} uses {name}, which this exercise asks you to write yourself")
         return result
     call.__wrapped__, call.__name__, call.__doc__, call.own_work = fn, fn.__name__, fn.__doc__, True
     return call

@@ -24,6 +24,7 @@ from coursegrader import autograded
 from coursegrader.result import GRADED, Result, short
 from coursegrader.spec import Spec
 from coursegrader.submissions import stage
+from coursegrader.zh import say
 
 
 def grade_pair(student: str, name: str, submission: Path | None, work: Path, spec: Spec,
@@ -40,15 +41,22 @@ def grade_pair(student: str, name: str, submission: Path | None, work: Path, spe
     work.mkdir(parents=True, exist_ok=True)
     try:
         if submission is None:
-            result.status, result.notes = "no submission", ["nothing handed in"]
+            result.status, result.notes = "no submission", [say("nothing handed in", spec.lang)]
             return result
         staged = stage(submission, work / "submission", name, base, linked)
         result.sha256, result.submitted_at = staged.sha256, staged.timestamp
         if staged.nb is None:
             result.status = "refused" if staged.refused else "not a notebook"
-            result.notes = staged.notes
+            result.notes = [say(n, spec.lang) for n in staged.notes]
             return result
         graded = grade_notebook(spec, staged.nb, work, timeout, no_sandbox)
+        if spec.lang != "en":  # what students read, and the reports, in the course's language
+            staged.notes = [say(n, spec.lang) for n in staged.notes]
+            graded.notes = [say(n, spec.lang) for n in graded.notes]
+            graded.exercise_notes = {k: say(v, spec.lang) for k, v in graded.exercise_notes.items()}
+            graded.flags = [say(f, spec.lang) for f in graded.flags]
+            for v in graded.verdicts:
+                v.why = say(v.why, spec.lang)
         result.scores, result.notes = graded.scores, staged.notes + graded.notes
         result.cell_scores = {v.grade_id: v.earned for v in graded.verdicts}
         result.exercise_notes, result.flags = graded.exercise_notes, graded.flags

@@ -17,6 +17,7 @@ import datetime
 from pathlib import Path
 
 from coursegrader.result import Result
+from coursegrader.zh import say
 
 
 def new_run_folder(out: Path) -> Path:
@@ -52,18 +53,23 @@ def write_csv(path: Path, results: list[Result]) -> None:
                         " | ".join(r.flags), " | ".join(r.notes)])
 
 
-def write_feedback(result: Result, points: dict[int, float], path: Path) -> None:
+def write_feedback(result: Result, points: dict[int, float], path: Path, lang: str = "en") -> None:
     """The student's feedback file: score, points per exercise (``points``: the maximum of
-    each), the points graded by hand, and the notes (never the instructor's flags)."""
+    each), the points graded by hand, and the notes (never the instructor's flags); ``lang``
+    ``"zh"``: in Chinese (the notes are already in the course's language)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"# {result.assignment}: feedback for {result.student}", "",
-             f"**Score: {result.total:g} / {result.max_score:g}** ({result.status})", "",
-             "| exercise | points | out of |", "|---|---|---|"]
+    zh = lang == "zh"
+    lines = [f"# {result.assignment}：{result.student} 的反馈" if zh else
+             f"# {result.assignment}: feedback for {result.student}", "",
+             f"**{'得分' if zh else 'Score'}: {result.total:g} / {result.max_score:g}** ({result.status})",
+             "",
+             "| 练习 | 得分 | 满分 |" if zh else "| exercise | points | out of |", "|---|---|---|"]
     lines += [f"| {k} | {result.scores.get(k, 0.0):g} | {p:g} |" for k, p in sorted(points.items())]
     if result.manual_points:
-        lines += ["", f"Written answers ({result.manual_points:g} points) are graded by hand."]
-    lines += ["", "## Notes", ""]
-    lines += [f"- {n}" for n in result.notes] or ["- every test passed"]
+        lines += ["", f"书面回答（{result.manual_points:g} 分）由教师手工评分。" if zh else
+                  f"Written answers ({result.manual_points:g} points) are graded by hand."]
+    lines += ["", "## 说明" if zh else "## Notes", ""]
+    lines += [f"- {n}" for n in result.notes] or [f"- {say('every test passed', lang)}"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

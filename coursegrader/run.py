@@ -164,6 +164,8 @@ def grade(submissions: Path | None, out: Path | None = None, timeout: float = 30
     started = time.monotonic()
     the_course = course_of(submissions, course)
     if the_course is not None:
+        the_course.check_pin()  # the grader the course was set up with
+    if the_course is not None:
         submissions = Path(submissions) if submissions is not None else the_course.submitted
         source = source or the_course.source  # what was released, not the book's newer sources
         out = Path(out) if out is not None else the_course.reports
@@ -195,7 +197,8 @@ def grade(submissions: Path | None, out: Path | None = None, timeout: float = 30
 
     def finished(r: Result) -> None:
         done[r.student, r.assignment] = r
-        reports.write_feedback(r, specs[r.assignment].points, run.feedback / r.student / f"{r.assignment}.md")
+        reports.write_feedback(r, specs[r.assignment].points, run.feedback / r.student / f"{r.assignment}.md",
+                               specs[r.assignment].lang)
         if the_course is not None:
             from coursegrader import gradebook
 

@@ -8,11 +8,15 @@ never how it is judged.
 
 Protocol (see ``sandbox.py``): frames of an 8-byte big-endian length and a ``torch.save``
 payload, read from fd ``REQ_FD`` and written to fd ``REP_FD``. Requests (from the grader,
-trusted): ``("answers", {function: [dotted names]}, watch_cells)``, ``("run", source)``,
+trusted): ``("answers", {function: [dotted names]}, watch_cells, {function: exercise})``,
+``("run", source, label, exercise)`` (the cell's name and the exercise whose solution it is, or None),
 ``("call", name, args, kwargs)``, ``("callback_return", value)``, ``("callback_raise", ename,
 message)``. Replies: ``("done",)``, ``("error", ename, message, traceback)``, ``("return",
-value)``, ``("raise", ename, message, traceback)``, ``("answer", what, kind)`` (the call used ``what``, a call
-its exercise rules out (kind ``"answer"``) or a way to switch the check off (``"check"``)),
+value, charges)``, ``("raise", ename, message, traceback)``, ``("answer", what, kind, where)`` (the call
+used ``what``, a call its exercise rules out (kind ``"answer"``) or a way to switch the check off
+(``"check"``); ``where``: the cell and line that made it). ``charges``: ``[(exercise, what, where)]``,
+calls that the code of another exercise's function made and that its own rule forbids: that
+exercise's fault, not this call's, which goes on),
 ``("callback", id, args, kwargs)``.
 
 The exercise rule (``ownwork.py``, the same code as the notebooks' self-checks): a call of
@@ -117,6 +121,9 @@ def main() -> None:
     del sys.modules["ownwork"]
     audit = _watch()
     answers: dict = {}  # exercise function -> its answer_targets
+    exercise_of: dict = {}  # exercise function -> its exercise
+    per_exercise: dict = {}  # exercise -> the answer_targets of its functions together
+    cells: dict = {}  # "<submitted cell N>" -> (label, exercise or None)
     switches: dict = {}  # answer_targets of RAW
     watch_cells = False
 
@@ -182,11 +189,12 @@ def main() -> None:
 
     sources: dict[str, list[str]] = {}  # "<submitted cell N>" -> its lines, for tracebacks
 
-    def compiled(source):
+    def compiled(source, label=None, exercise=None):
         """``source`` compiled as ``<submitted cell N>``: tracebacks name the cell, and the
         student's own debugger or traceback in a cell shows its lines (``linecache``)."""
         name = f"<submitted cell {len(sources) + 1}>"
         sources[name] = source.splitlines()
+        cells[name] = (label or name.strip("<>"), exercise)
         linecache.cache[name] = (len(source), None, source.splitlines(True), name)
         return compile(source, name, "exec")
 
@@ -221,17 +229,33 @@ def main() -> None:
         def translate(source):
             return source
 
+    def owner(code):
+        """Whose code ``code`` is: an exercise's solution cell, another cell of the student's, or
+        not theirs (None)."""
+        cell = cells.get(code.co_filename)
+        if cell is None:
+            return None
+        return (f"ex{cell[1]}", per_exercise.get(cell[1], {})) if cell[1] else (None, {})
+
+    def located(hit):
+        """Where a hit ``(label, name, file, line)`` was made: "ex1_solution, line 3: `code`"."""
+        if hit[2] not in cells:
+            return ""
+        lines = sources[hit[2]]
+        text = lines[hit[3] - 1].strip() if 0 < hit[3] <= len(lines) else ""
+        return f"{cells[hit[2]][0]}, line {hit[3]}" + (f": `{text[:100]}`" if text else "")
+
     def call(name, args, kwargs):
         """``name(*args, **kwargs)`` under the exercise rule: its result, or why it broke it."""
         if audit["seen"]:
-            return None, (f"{audit['seen']} (in a cell)", "check")
+            return None, (f"{audit['seen']} (in a cell)", "check", "")
         audit["on"] = ()  # from here until the call: the runner's own events
         beside = _company()
         if beside:
-            return None, (f"{beside} that still runs", "check")
-        fn, hits = namespace[name], []
+            return None, (f"{beside} that still runs", "check", "")
+        fn, hits, label = namespace[name], [], f"ex{exercise_of.get(name)}"
         try:
-            with ownwork.own_work(name, {**answers.get(name, {}), **switches}) as hits:
+            with ownwork.own_work(label, {**answers.get(name, {}), **switches}, owner) as hits:
                 threading.setprofile(None)  # a new thread is refused anyway; the hook would be in reach
                 audit["on"] = IN_CALLS
                 try:
@@ -239,16 +263,19 @@ def main() -> None:
                 finally:
                     audit["on"] = ()
         except BaseException:
-            if not hits and not audit["seen"]:
+            if not any(h[0] == label for h in hits) and not audit["seen"]:
                 raise
             result = None
         finally:
             audit["on"] = SWITCHES if watch_cells else ()
             seen, audit["seen"] = audit["seen"], None
-        if seen or hits:
+        mine = [h for h in hits if h[0] == label]
+        charges = [(int(h[0][2:]), h[1], located(h)) for h in hits if h[0] != label]
+        if seen or mine:
             # a hit first: the profile that raised for it is switched off by Python (an audit event)
-            return None, (hits[0], "check" if hits[0] in RAW else "answer") if hits else (seen, "check")
-        return result, None
+            return None, ((mine[0][1], "check" if mine[0][1] in RAW else "answer", located(mine[0]))
+                          if mine else (seen, "check", ""))
+        return (result, list(dict.fromkeys(charges))), None
 
     send(("ready",))
     while True:
@@ -258,16 +285,20 @@ def main() -> None:
                 # resolved now, before any student cell can rebind a name
                 answers = {k: ownwork.answer_targets(v) for k, v in message[1].items()}
                 switches, watch_cells = ownwork.answer_targets(RAW), bool(message[2])
+                exercise_of = dict(message[3])
+                per_exercise = {}
+                for fn_name, ex in exercise_of.items():
+                    per_exercise.setdefault(ex, {}).update(answers.get(fn_name, {}))
                 send(("done",))
             elif message[0] == "run":
-                exec(compiled(translate(message[1])), namespace)  # noqa: S102
+                exec(compiled(translate(message[1]), *message[2:4]), namespace)  # noqa: S102
                 audit["on"] = SWITCHES if watch_cells else ()
                 send(("done",))
             elif message[0] == "call":
                 if message[1] not in namespace:
                     raise NameError(f"name '{message[1]}' is not defined")
                 result, used = call(message[1], resolve(message[2]), resolve(message[3]))
-                send(("answer", *used) if used else ("return", plain(result)))
+                send(("answer", *used) if used else ("return", plain(result[0]), result[1]))
         except BaseException as err:  # noqa: BLE001 - everything goes back as plain text
             ename, text = type(err).__name__, str(err)[:2000]
             send(("error" if message[0] in ("run", "answers") else "raise", ename, text, where(ename, text)))

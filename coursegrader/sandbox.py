@@ -52,11 +52,12 @@ class SandboxError(Exception):
 
 class AnswerUsed(Exception):  # noqa: N818 - not an error of the grader's
     """A call of the student's function used ``what``: a call its exercise rules out (``kind``
-    ``"answer"``) or a way to switch the check off (``"check"``)."""
+    ``"answer"``) or a way to switch the check off (``"check"``); ``where``: the cell and line
+    that made it ("" when unknown); ``exercise``: whose fault it is (None: the called function's)."""
 
-    def __init__(self, what: str, kind: str):
+    def __init__(self, what: str, kind: str, where: str = "", exercise: int | None = None):
         super().__init__(what)
-        self.what, self.kind = what, kind
+        self.what, self.kind, self.where, self.exercise = what, kind, where, exercise
 
 
 class StudentError(Exception):
@@ -125,6 +126,7 @@ class Sandbox:
         self.work, self.no_sandbox = Path(work), no_sandbox
         self.work.mkdir(parents=True, exist_ok=True)
         self.callbacks: dict[int, object] = {}
+        self.charges: list[AnswerUsed] = []  # forbidden calls another exercise's code made
         self.proc: subprocess.Popen | None = None
         self.log = self.cgroup = None
         req_r, self._req = os.pipe()
@@ -272,19 +274,22 @@ class Sandbox:
         return check_plain(message)
 
     # ------------------------------------------------------------------ requests
-    def run(self, source: str, timeout: float) -> None:
-        """Execute one cell; raise ``StudentError`` if it raised, ``SandboxError`` if it broke."""
-        self._send(("run", source))
+    def run(self, source: str, timeout: float, label: str | None = None, exercise: int | None = None) -> None:
+        """Execute one cell (``label``: its name in notes, ``exercise``: whose solution it is);
+        raise ``StudentError`` if it raised, ``SandboxError`` if it broke."""
+        self._send(("run", source, label, exercise))
         reply = self._receive(timeout)
         if reply[0] == "error" and len(reply) == 4:
             raise StudentError(str(reply[1]), str(reply[2]), str(reply[3]))
         if reply != ("done",):
             raise SandboxError("garbage", "unexpected reply to a cell")
 
-    def forbid(self, answers: dict[str, list[str]], timeout: float) -> None:
+    def forbid(self, answers: dict[str, list[str]], timeout: float,
+               exercises: dict[str, int] | None = None) -> None:
         """From now on each call of a function ``answers`` names runs under its rule
-        (``ownwork.py``), and the student's cells are watched for ways round it."""
-        self._send(("answers", {k: list(v) for k, v in answers.items()}, True))
+        (``ownwork.py``), and the student's cells are watched for ways round it. ``exercises``:
+        each function's exercise (a forbidden call is charged to the exercise whose code made it)."""
+        self._send(("answers", {k: list(v) for k, v in answers.items()}, True, dict(exercises or {})))
         reply = self._receive(timeout)
         if reply[0] == "error" and len(reply) == 4:
             raise SandboxError("garbage", f"the exercise rule could not start ({reply[1]}: {reply[2]})")
@@ -292,17 +297,21 @@ class Sandbox:
             raise SandboxError("garbage", "unexpected reply to the exercise rule")
 
     def call(self, name: str, args, kwargs, timeout: float):
-        """``name(*args, **kwargs)`` in the sandbox; the result as plain data."""
+        """``name(*args, **kwargs)`` in the sandbox; the result as plain data. Forbidden calls
+        that another exercise's code made during it are added to ``self.charges`` (``AnswerUsed``s)."""
         self._send(("call", name, self._encode(list(args)), self._encode(dict(kwargs))))
         deadline = time.monotonic() + timeout
         while True:
             reply = self._receive(max(deadline - time.monotonic(), 0.0))
-            if reply[0] == "return" and len(reply) == 2:
+            if reply[0] == "return" and len(reply) == 3 and isinstance(reply[2], list):
+                for charge in reply[2]:
+                    if isinstance(charge, tuple) and len(charge) == 3 and isinstance(charge[0], int):
+                        self.charges.append(AnswerUsed(str(charge[1]), "answer", str(charge[2]), charge[0]))
                 return reply[1]
             if reply[0] == "raise" and len(reply) == 4:
                 raise StudentError(str(reply[1]), str(reply[2]), str(reply[3]))
-            if reply[0] == "answer" and len(reply) == 3:
-                raise AnswerUsed(str(reply[1]), str(reply[2]))
+            if reply[0] == "answer" and len(reply) == 4:
+                raise AnswerUsed(str(reply[1]), str(reply[2]), str(reply[3]))
             if reply[0] == "callback" and len(reply) == 4 and reply[1] in self.callbacks:
                 try:  # the grader's own test function, on plain data
                     value = self.callbacks[reply[1]](*reply[2], **reply[3])

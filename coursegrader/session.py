@@ -53,10 +53,11 @@ class RuledOut(Exception):  # noqa: N818 - a call used what its exercise rules o
 
 
 def ruled_out(exercise: int, used: AnswerUsed) -> str:
-    """The note for an exercise whose function used ``used``."""
+    """The note for an exercise whose function used ``used``, naming the cell and line."""
+    where = f" ({used.where})" if used.where else ""
     if used.kind == "answer":
-        return f"ex{exercise} uses {used.what}, which this exercise asks you to write yourself"
-    return f"ex{exercise} uses {used.what}, which could get round the check of the calls it rules out"
+        return f"ex{exercise} uses {used.what}{where}, which this exercise asks you to write yourself"
+    return f"ex{exercise} uses {used.what}{where}, which could get round the check of the calls it rules out"
 
 
 _BUILTIN_ERRORS = {e.__name__: e for e in (ValueError, TypeError, IndexError, KeyError,
@@ -69,14 +70,15 @@ class Session:
     """The sandbox of one submission, restarted (and its good cells re-run) after a crash."""
 
     def __init__(self, steps: list[Step], work: Path, timeout: float, no_sandbox: bool,
-                 answers: dict[str, list[str]] | None = None):
+                 answers: dict[str, list[str]] | None = None, exercises: dict[str, int] | None = None):
         self.steps, self.work, self.timeout, self.no_sandbox = steps, work, timeout, no_sandbox
-        self.answers = answers or {}
+        self.answers, self.exercises = answers or {}, exercises or {}
         self.box: Sandbox | None = None
         self.outcome: dict[int, str] = {}  # step index -> "ok" or why it failed
         self.tracebacks: list[str] = []  # the student's tracebacks, for the instructor
         self.restarts = 0
         self.used: list[AnswerUsed] = []  # what the calls since the last reset used
+        self.charged: list[AnswerUsed] = []  # forbidden calls that another exercise's code made
 
     def _start(self) -> None:
         self.close()
@@ -88,9 +90,9 @@ class Session:
                 continue  # it failed before: skip it this time
             try:
                 if not step.locked and not forbidden:  # the trusted set-up is done
-                    self.box.forbid(self.answers, SETUP_TIMEOUT)
+                    self.box.forbid(self.answers, SETUP_TIMEOUT, self.exercises)
                     forbidden = True
-                self.box.run(step.source, step.timeout or self.timeout)
+                self.box.run(step.source, step.timeout or self.timeout, step.label, step.exercise)
                 self.outcome[i] = "ok"
             except StudentError as err:
                 self.outcome[i] = student_error(err)
@@ -101,7 +103,7 @@ class Session:
                 self.box.close()
                 return self._start()
         if not forbidden:
-            self.box.forbid(self.answers, SETUP_TIMEOUT)
+            self.box.forbid(self.answers, SETUP_TIMEOUT, self.exercises)
 
     def ensure(self) -> None:
         if self.box is None or not self.box.alive:
@@ -123,6 +125,10 @@ class Session:
         except SandboxError as err:
             self.box.close()
             raise Broken(f"{name}: " + sandbox_error(err, self.timeout)) from None
+        finally:
+            if self.box is not None:
+                self.charged += self.box.charges
+                self.box.charges = []
 
     def close(self) -> None:
         if self.box is not None:

@@ -7,9 +7,11 @@ with their points, say how the autograded part is graded. Cells that nbgrader gr
 answer", or a ``task`` cell) are listed as ``manual``: the grader never scores them, formgrader
 does, and their points count in the gradebook's total.
 
-A hidden test may carry a hint for students: the message of a failing ``assert`` in the hidden
-part (``assert ok, "check the 1/sqrt(d) scaling"``), or else the last ``# hint: ...`` comment
-of the hidden part above the line that failed. The feedback shows the hint, never the test.
+A hidden test carries hints for students: the last ``# hint: ...`` comment of the hidden part
+at or above the line that failed, continued on comment lines ``#   ...``
+(what that part checks, in words that do not give the test
+away), or else the message of the failing ``assert`` (``assert ok, "check the 1/sqrt(d)
+scaling"``). The feedback shows the hint, never the test.
 """
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ import nbformat
 
 EXERCISE = re.compile(r"^ex(\d+)_")  # grade ids exN_solution and exN_tests: exercise N
 HIDDEN = "### BEGIN HIDDEN TESTS"
+CJK = re.compile(r"[\u4e00-\u9fff]")  # Chinese characters in a statement: the Chinese course
 HINT = re.compile(r"^\s*#\s*hint:\s*(?P<text>.+?)\s*$", re.IGNORECASE)
+MORE = re.compile(r"^\s*#\s{2,}(?P<text>\S.*?)\s*$")  # a hint's next line: "#   ..." (two spaces or more)
 
 
 @dataclass
@@ -39,11 +43,17 @@ class TestCell:
     def hint_at(self, line: int | None) -> str | None:
         """The ``# hint:`` comment of the hidden part that covers ``line`` (a line number of
         ``hidden``, 1-based): the last one at or above it (None if none is)."""
-        found = None
+        found, going = None, False
         for number, text in enumerate(self.hidden.splitlines(), start=1):
-            m = HINT.match(text)
-            if m and (line is None or number <= line):
-                found = m.group("text")
+            if line is not None and number > line:
+                break
+            m, more = HINT.match(text), MORE.match(text)
+            if m:
+                found, going = m.group("text"), True
+            elif going and more:
+                found += " " + more.group("text")
+            else:
+                going = False
         return found
 
 
@@ -80,6 +90,7 @@ class Spec:
     answers: dict[str, list[str]] = field(default_factory=dict)  # function -> calls it rules out
     manual: list[ManualCell] = field(default_factory=list)
     source_sha256: str = ""  # of the source notebook file: a changed test means a regrade
+    lang: str = "en"  # "zh": the Chinese course's source (its statements are Chinese): zh.say
     cells: list[SourceCell] = field(default_factory=list)  # every nbgrader cell, in order
 
     @property
@@ -156,6 +167,8 @@ def load_spec(source: Path, name: str) -> Spec:
         elif meta.get("locked"):
             spec.locked[gid] = cell.source
             spec.setup.append(gid)
+    if any(CJK.search(c.source) for c in nb.cells if c.cell_type == "markdown"):
+        spec.lang = "zh"  # book.i18n translated its markdown: the grader speaks Chinese to its students
     spec.answers = _answers(name, [spec.locked[gid] for gid in spec.setup])
     missing = sorted(set(spec.functions) - set(spec.answers))
     unknown = sorted(set(spec.answers) - set(spec.functions))

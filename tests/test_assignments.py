@@ -180,9 +180,8 @@ def test_a_missing_declaration_is_a_clear_error(tmp_path):
 def test_the_self_check_applies_the_rule_in_the_students_kernel():
     """A student's own run shows the same verdict as grading: the self-check of a function that
     calls what its exercise rules out fails with an error that names the call."""
+    import attacks  # tests/attacks.py, beside this file
     from nbclient import NotebookClient
-
-    from coursegrader import attacks
 
     nb = attacks.cheat(SOURCE, attacks.NAME)
     NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
@@ -386,3 +385,17 @@ def test_ch09_window_attention_that_masks_a_full_computation_fails_the_hidden_te
     namespace, hidden = ch09_run(cells, 3, WINDOW_MASKED[answer])
     with pytest.raises(AssertionError, match="score only the keys inside each query's window"):
         exec(hidden, namespace)  # noqa: S102
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_hidden_assert_has_a_hint_for_the_student(name):
+    """A student whose hidden test fails reads what was checked: every line of a hidden part that
+    can fail (an assert, a raise) is under a `# hint:` (spec.TestCell.hint_at), which the notes,
+    the autograded notebook and the feedback quote."""
+    from coursegrader.spec import load_spec
+
+    spec = load_spec(SOURCE, name)
+    for test in spec.tests:
+        for number, line in enumerate(test.hidden.splitlines(), start=1):
+            if line.lstrip().startswith(("assert ", "raise ")):
+                assert test.hint_at(number), f"{test.grade_id}, hidden line {number}: {line.strip()}"

@@ -72,7 +72,8 @@ def make_source(folder: Path) -> Path:
     nb = nbformat.read(path, as_version=4)
     nb.cells = [c for c in nb.cells if not is_written(c)]
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex4_tests")
-    cell.source = cell.source.replace("### BEGIN HIDDEN TESTS\n", f"### BEGIN HIDDEN TESTS\n# hint: {HINT}\n")
+    hidden = re.sub(r"^\s*#( hint:|\s{2,}).*\n", "", cell.source, flags=re.M)  # the source's hints give way
+    cell.source = hidden.replace("### BEGIN HIDDEN TESTS\n", f"### BEGIN HIDDEN TESTS\n# hint: {HINT}\n")
     nbformat.write(nb, path)
     return folder
 
@@ -224,9 +225,11 @@ def term(tmp_path_factory):
         nbgrader(root, "generate_feedback", name)
         nbgrader(root, "release_feedback", name)
     out["feedback"] = {(s.name, n): s.fetch_feedback(n) for s in (ana, bob, cleo) for n in (CH01, CH03)}
-    # 4. the exports
-    for kind in ("csv", "canvas", "moodle"):
-        coursegrader("export", kind, "--course", str(root), "--to", str(tmp / f"{kind}.csv"))
+    # 4. the exports: bob's written answer graded (0), cleo's still waiting, so her ch01 cell is empty
+    formgrader_sets(course, "bob", CH01, "written1", manual_score=0)
+    out["exports"] = {kind: coursegrader("export", kind, "--course", str(root), "--partial",
+                                         "--to", str(tmp / f"{kind}.csv"))
+                      for kind in ("csv", "canvas", "moodle")}
     out["seconds"] = time.monotonic() - started
     print(f"\nthe term (without the batch route) took {out['seconds']:.0f} s")
     return out
@@ -271,6 +274,9 @@ def test_cleo_s_html_is_listed_and_her_hint_shown_never_the_hidden_test(term):
     html = term["feedback"]["cleo", CH03][0].read_text()
     assert HINT in html and "BEGIN HIDDEN" not in html and "torch.manual_seed(34)" not in html
     assert "att(q, k, v, lens)" not in html  # a line of the hidden tests
+    # the instructor's traceback of the failing hidden test, beside the gradebook in formgrader's lab
+    tb = (term["root"] / "grading" / "tracebacks" / CH03 / "cleo.txt").read_text()
+    assert "ex4_tests (hidden tests)" in tb and "AssertionError" in tb
 
 
 def test_a_manual_score_survives_later_grading_and_a_resubmission_changes_one_row(term):
@@ -304,7 +310,8 @@ def test_formgrader_shows_every_submission_with_the_book_s_scores(term):
     assert sorted(subs) == ["ana", "bob", "cleo", "zed"] and not subs.pop("zed")["autograded"]
     assert all(s["autograded"] for s in subs.values())
     assert (subs["ana"]["score"], subs["bob"]["score"], subs["cleo"]["score"]) == (9.5, 8.0, 8.0)
-    assert subs["bob"]["needs_manual_grade"] and not subs["ana"]["needs_manual_grade"]
+    # bob's written answer got its 0 before the exports; cleo's still waits
+    assert subs["cleo"]["needs_manual_grade"] and not subs["ana"]["needs_manual_grade"]
     assert sorted(nb["student"] for nb in api.get_notebook_submissions(CH03, CH03)) == ["ana", "bob", "cleo"]
 
 
@@ -334,14 +341,15 @@ def test_every_number_of_the_exports(term):
     assert canvas[1] == ["Points Possible", "", "", "", "", "10", "10"]
     assert canvas[2:] == [["Alves, Ana", "1001", "", "ana", "", "9.5", "10"],
                           ["Brown, Bob", "1002", "", "bob", "", "8", "9"],
-                          ["Costa, Cleo", "1003", "", "cleo", "", "8", "8"],
+                          ["Costa, Cleo", "1003", "", "cleo", "", "", "8"],  # written1 not graded yet
                           ["Dias, Dev", "1004", "", "dev", "", "0", "0"]]
+    assert "cleo / ch01_attention_cues: written1" in term["exports"]["canvas"]
     moodle = read_csv(tmp / "moodle.csv")
     assert moodle[0] == ["First name", "Last name", "ID number", "Institution", "Department", "Email address",
                          CH01, CH03]
     assert moodle[1:] == [["Ana", "Alves", "1001", "", "", "ana@example.org", "9.5", "10"],
                           ["Bob", "Brown", "1002", "", "", "bob@example.org", "8", "9"],
-                          ["Cleo", "Costa", "1003", "", "", "cleo@example.org", "8", "8"],
+                          ["Cleo", "Costa", "1003", "", "", "cleo@example.org", "", "8"],
                           ["Dev", "Dias", "1004", "", "", "dev@example.org", "0", "0"]]
     with open(term["course"].reports / "grades.csv", newline="", encoding="utf-8") as fh:
         table = {(r["student"], r["assignment"]): r for r in csv.DictReader(fh)}
@@ -387,6 +395,7 @@ def test_regenerating_after_a_typo_fix_keeps_the_term(term):
     log = []
     generate(root, source=source, log=log.append)
     assert any(line.startswith(f"generated {CH01}") for line in log) and not any(CH03 in ln for ln in log[:1])
+    assert any(f"{CH01} was released: students have the old version" in ln for ln in log), log
     assert "Write `softmax_t`" in (root / "release" / CH01 / f"{CH01}.ipynb").read_text()
     assert {p: p.read_bytes() for p in before} == before
     assert gradebook.dump(term["course"]) == dump
@@ -405,7 +414,7 @@ def test_nbgrader_s_own_autograde_is_switched_off_and_touches_nothing(term):
     root = term["root"]
     before = {p: p.read_bytes() for p in (root / "autograded").rglob("*") if p.is_file()}
     text = nbgrader(root, "autograde", CH01, "--force", check=False)
-    assert "graded by the book's sandboxed grader" in text
+    assert "graded by the book's sandboxed grader" in text and "Traceback" not in text
     assert {p: p.read_bytes() for p in (root / "autograded").rglob("*") if p.is_file()} == before
 
 
@@ -425,3 +434,33 @@ def test_make_targets_run_the_course_commands(tmp_path):
         in text
     assert f"-m coursegrader export moodle --course {course}" in text
     assert "pip install" not in text
+
+
+def test_a_stale_chinese_statement_stops_the_chinese_course(tmp_path):
+    """make assignments LANG=zh refuses when an English statement changed after its translation:
+    the Chinese one would still say the old thing."""
+    from book import i18n
+    from coursegrader.cli import stale_translations
+
+    catalogue = f"assignments/{CH01}.po"
+    assert stale_translations([i18n.Source(catalogue, SOURCE / CH01 / f"{CH01}.ipynb", "notebook")]) == []
+    changed = tmp_path / f"{CH01}.ipynb"
+    text = (SOURCE / CH01 / f"{CH01}.ipynb").read_text()
+    assert "Write `softmax_t(scores, temperature)`" in text
+    changed.write_text(text.replace("Write `softmax_t(scores, temperature)`", "Write `softmax_t(scores, t)`"))
+    found = stale_translations([i18n.Source(catalogue, changed, "notebook")])
+    assert found and all(f.startswith(catalogue) for f in found) and "out of date" in found[0]
+
+
+def test_the_chinese_course_has_its_own_default_course_id(monkeypatch, tmp_path):
+    """Both courses can share one exchange: make assignments LANG=zh names a new course
+    attention-book-zh, the English one attention-book (their config's CourseDirectory.course_id)."""
+    from book import i18n
+    from coursegrader import cli
+
+    made = {}
+    monkeypatch.setattr(i18n, "generate", lambda **_: [])
+    monkeypatch.setattr(cli, "generate", lambda course, **kw: made.setdefault(str(course), kw["course_id"]))
+    for lang in ("en", "zh"):
+        assert cli.main(["generate", "--lang", lang, "--course", str(tmp_path / lang)]) == 0
+    assert made == {str(tmp_path / "en"): "attention-book", str(tmp_path / "zh"): "attention-book-zh"}

@@ -42,7 +42,8 @@ def course(tmp_path):
         graded = (("ana", "a1", 4, None), ("ana", "a2", 3, 1.5), ("bob", "a1", 2, None))
         for sid, name, score, penalty in graded:
             gb.add_submission(name, sid)
-            gb.find_grade("ex1_tests", name, name, sid).auto_score = score
+            grade = gb.find_grade("ex1_tests", name, name, sid)
+            grade.auto_score, grade.needs_manual_grade = score, False  # as make grade records it
             gb.find_submission_notebook(name, name, sid).late_submission_penalty = penalty
         gb.db.commit()
     return c
@@ -81,6 +82,65 @@ def test_moodle_export_has_the_columns_of_moodle_s_own_export(course, tmp_path):
                          ["Bob", "de la Cruz, Jr.", "", "", "", "bob@example.org", "0"]]
 
 
+def test_export_writes_what_the_class_received_and_refuses_partial_totals(course, tmp_path, capsys):
+    """make export: a column per assignment released or handed in (a3, in the gradebook only,
+    is left out); a hand-graded answer still waiting stops it, saying whose; --partial writes
+    the rest and leaves that cell empty, never a partial total."""
+    from coursegrader.cli import main
+
+    with course.gradebook() as gb:
+        gb.add_assignment("a3")
+        gb.find_grade("ex1_tests", "a1", "a1", "bob").needs_manual_grade = True
+        gb.db.commit()
+    out = tmp_path / "canvas.csv"
+    args = ["export", "canvas", "--course", str(course.root), "--to", str(out)]
+    assert main(args + ["--assignment", "a1"]) == 2 and not out.exists()
+    assert "exporting a1 (left out: a2, a3)" in capsys.readouterr().out
+    assert main(args) == 2 and not out.exists()
+    said = capsys.readouterr().out
+    assert "exporting a1, a2 (left out: a3)" in said
+    assert "bob / a1: ex1_tests" in said and "PARTIAL=1" in said
+    assert main(args + ["--partial"]) == 0
+    table = rows(out)
+    assert table[0][5:] == ["a1", "a2"]
+    assert table[4] == ["de la Cruz, Jr., Bob", "", "", "bob", "", "", "0"]
+
+
+
+def test_feedback_older_than_its_autograded_notebook_is_out_of_date(course):
+    """After a regrade rewrote ana's autograded notebook, her feedback is stale; bob's is not."""
+    import os
+
+    for student, regraded in (("ana", True), ("bob", False)):
+        graded = course.folder("autograded", student, "a1") / "a1.ipynb"
+        html = course.folder("feedback", student, "a1") / "a1.html"
+        for path, when in ((graded, 2000 if regraded else 1000), (html, 1500)):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("{}")
+            os.utime(path, (when, when))
+    assert course.stale_feedback() == [("ana", "a1")]
+
+
+
+def test_the_course_is_graded_by_the_grader_it_was_set_up_with(course):
+    """A course records its grader's version; after a git pull changed it, every command stops
+    and names the commit to check out, until the instructor pins the new one."""
+    import json
+
+    from coursegrader.cli import main
+    from coursegrader.course import PIN
+
+    course.check_pin()
+    pinned = json.loads((course.root / PIN).read_text())
+    (course.root / PIN).write_text(json.dumps({**pinned, "sha256": "0" * 64, "commit": "abc1234"}))
+    with pytest.raises(SystemExit, match="git checkout abc1234"):
+        course.check_pin()
+    with pytest.raises(SystemExit, match="grading code changed"):
+        main(["export", "canvas", "--course", str(course.root)])
+    assert main(["pin", "--course", str(course.root)]) == 0
+    course.check_pin()
+
+
 NB = '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
 
 
@@ -104,14 +164,19 @@ def test_sorting_a_canvas_download(course, tmp_path):
     done = sort_download("canvas", download, a, course)
     sub = course.submitted
     assert sorted(str(p.relative_to(sub)) for p in sub.rglob("*") if p.is_file()) == [
-        f"9999/{a}/{a}.ipynb", f"ana/{a}/{a}.ipynb", f"cleo/{a}/{a}-1.ipynb"]
+        f"ana/{a}/{a}.ipynb", f"cleo/{a}/{a}-1.ipynb"]  # no folder named by an LMS number
     assert done.late == [f"costacleo_late_1003_556_{a}-1.ipynb"]
     assert [i.split(":")[0] for i in done.ignored] == [f"costacleo_late_1003_557_{a}.html", "notes.txt"]
-    assert done.unknown == [f"someone_9999_558_{a}.ipynb: Canvas user 9999 is no lms_user_id of the roster"]
+    assert done.unknown == [f"someone_9999_558_{a}.ipynb: Canvas user 9999 is no lms_user_id of the roster: "
+                            "not copied (add them to the roster and sort again)"]
     assert not (tmp_path / "escape.ipynb").exists()
     # the same download again changes nothing; another one is refused until --force, which keeps the old
     again = sort_download("canvas", download, a, course)
-    assert again.copied == [] and len(again.unchanged) == 3
+    assert again.copied == [] and len(again.unchanged) == 2
+    # the same notebook handed in again under another name is the same hand-in, not another one
+    renamed_zip = canvas_zip(tmp_path / "renamed.zip", {f"costacleo_1003_601_{a}.ipynb": NB})
+    renamed = sort_download("canvas", renamed_zip, a, course)
+    assert (renamed.copied, renamed.refused, len(renamed.unchanged)) == ([], [], 1)
     v2 = NB.replace("[]", '[{"cell_type": "markdown", "id": "x", "metadata": {}, "source": "v2"}]', 1)
     newer = canvas_zip(tmp_path / "newer.zip", {f"alvesana_1001_600_{a}.ipynb": v2})
     refused = sort_download("canvas", newer, a, course)
@@ -139,5 +204,5 @@ def test_sorting_a_moodle_download(course, tmp_path):
     done = sort_download("moodle", download, a, course, worksheet=worksheet)
     sub = course.submitted
     assert sorted(str(p.relative_to(sub)) for p in sub.rglob("*") if p.is_file()) == [
-        f"ana/{a}/{a}.ipynb", f"bob/{a}/mine.ipynb", f"cleo/{a}/{a}.ipynb", f"participant-444/{a}/x.ipynb"]
+        f"ana/{a}/{a}.ipynb", f"bob/{a}/mine.ipynb", f"cleo/{a}/{a}.ipynb"]
     assert len(done.unknown) == 1 and "Nobody Here (participant 444)" in done.unknown[0]

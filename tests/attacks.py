@@ -154,13 +154,10 @@ print("forked", forked)
 ''' + RIGHT_EX4}, FULL),
     "output_flood": ({"ex4_solution": RIGHT_EX4 + "\ntry:\n    for _ in range(2000):\n"
                       "        print('x' * 100_000)\nexcept OSError:\n    pass\n"}, FULL),
-    "slow_on_hidden_inputs": ({"ex4_solution": RIGHT_EX4.replace(
-        "    d = ", "    while queries.shape[0] > 2:\n        pass\n    d = ")}, NO_EX4),
     "duplicated_cell": ({"ex4_solution": WRONG_EX4, "@dup": "ex4_solution:" + RIGHT_EX4}, FULL),
     "moved_cell": ({"@move": "ex1_solution"}, FULL),
     "raises": ({"ex1_solution": "def my_masked_softmax(X, valid_lens=None):\n"
                 "    raise ValueError('student bug')"}, (0, 2, 0, 0)),
-    "loops": ({"ex2_solution": "while True:\n    pass"}, (3, 0, 0, 2)),
     "deletes_test": ({"@delete": "ex2_tests"}, FULL),
     "untouched": ({}, (0, 0, 0, 0)),  # nothing answered: see untouched()
 }

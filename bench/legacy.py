@@ -1,4 +1,4 @@
-"""The grader as it was before the sandbox (``python -m coursegrader grade --legacy``), kept so that
+"""The grader as it was before the sandbox, kept beside the benchmark so that
 ``bench/grading.py`` can measure the new grader against it in the same run. It runs the
 tests in the student's own kernel and is NOT safe for untrusted submissions.
 
