@@ -453,6 +453,11 @@ def open_page(
             # `@import "../basic.css"` against the page rather than the stylesheet: that 404 is
             # axe's, not the site's, so the page's console is read before axe runs.
             page_errors = list(errors)
+            # The theme eases colours in over 0.15 s (CSS transitions): axe must read the colours
+            # the page settles on, not a frame of the fade, which a busy machine can stretch out.
+            page.add_style_tag(content="*, *::before, *::after { transition: none !important; "
+                                       "animation: none !important; }")
+            page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
             page.add_script_tag(path=str(axe))
             report["axe"] = page.evaluate(AXE_JS, AXE_TAGS)
         shots = {"": page.screenshot()}
