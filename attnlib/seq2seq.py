@@ -6,7 +6,7 @@ time. The models differ in what the decoder sees of the source:
 =============================  ==============================================  ===========
 decoder                        context for target step t                       paper
 =============================  ==============================================  ===========
-:class:`Seq2SeqDecoder`        the encoder's last output, the same for every t  Sutskever
+:class:`Seq2SeqDecoder`        the encoder's last output, the same for every t  Cho
 :class:`Seq2SeqAttentionDecoder`  additive attention, query = state s_{t-1}     Bahdanau
 :class:`LuongAttentionDecoder`    dot/general attention, query = new state h_t  Luong
 =============================  ==============================================  ===========
@@ -287,7 +287,7 @@ class Seq2SeqEncoder(Encoder):
 
 
 class Seq2SeqDecoder(GRUDecoder):
-    """The baseline without attention (Sutskever et al., d2l's ``Seq2SeqDecoder``).
+    """The baseline without attention (Cho et al. 2014's design, d2l's ``Seq2SeqDecoder``).
 
     The whole source reaches the decoder through one vector, the encoder's final
     top-layer state (d2l takes the output at the last step, the same thing when the

@@ -181,8 +181,9 @@ def test_every_preset_builds_for_the_data(data, name):
 
 
 def test_each_rnn_preset_reads_the_source_as_its_paper_does_and_any_can_be_switched(data):
-    """Bahdanau et al.'s encoder reads both ways, Sutskever's and Luong's one way (chapter 4's table);
-    ``bidirectional`` is a setting of every RNN preset, so one factor can be changed at a time."""
+    """Bahdanau et al.'s encoder reads both ways, Cho et al.'s (the baseline's) and Luong's one way
+    (chapter 4's table); ``bidirectional`` is a setting of every RNN preset, so one factor can be
+    changed at a time."""
     for name in ("no_attention", "bahdanau", "luong_dot", "luong_general"):
         assert build_model(name, data).encoder.bidirectional == (name == "bahdanau"), name
         switched = build_model(name, data, bidirectional=name != "bahdanau").eval()
