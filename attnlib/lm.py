@@ -300,7 +300,10 @@ class NGramLM:
 
     ``P(c | h) = (count(h, c) + k) / (count(h) + k V)``, where ``h`` is the ``n - 1`` previous
     characters (``<bos>`` fills the start) and ``V`` the vocabulary size (every character and
-    ``<eos>``). It predicts the same tokens as :func:`lm_nll` scores, so perplexities compare.
+    ``<eos>``). It predicts the same tokens as :func:`lm_nll` scores (every character and
+    ``<eos>``, given ``<bos>``), so perplexities compare. The supports differ slightly: a
+    Transformer's softmax also gives some probability to ``<pad>``, ``<bos>`` and ``<unk>``, which
+    never occur as targets, so if anything the comparison handicaps the Transformer.
     """
 
     def __init__(self, n: int, k: float = 0.1) -> None:

@@ -5,9 +5,9 @@ import math
 from . import diagram
 from .draw import LINE, MUTED, ROLES, Diagram, signed, viridis
 
-SOURCE = ["the", "cat", "sleeps", "."]
-SCORES = [-1.2, -0.1, 1.5, -0.7]  # e_{t,i} of step t ("dort"): most on "sleeps"
-ALPHA = [math.exp(e) / sum(math.exp(s) for s in SCORES) for e in SCORES]  # 0.05, 0.15, 0.72, 0.08
+SOURCE = ["the", "cat", "sleeps", ".", "<eos>"]  # the encoder annotates <eos> too
+SCORES = [-1.2, -0.1, 1.5, -0.7, -1.6]  # e_{t,i} of step t ("dort"): most on "sleeps"
+ALPHA = [math.exp(e) / sum(math.exp(s) for s in SCORES) for e in SCORES]  # 0.05, 0.14, 0.70, 0.08, 0.03
 
 
 def _token(d: Diagram, cx: float, y: float, text: str, role: str = "plain", w: float = 52) -> None:
@@ -29,20 +29,20 @@ def ch04_bahdanau_step(d: Diagram) -> None:
     additive score e_{t,i}; the masked softmax gives the weights alpha_{t,i}, which pool the same
     outputs into c_t; c_t and the embedding of y_{t-1} enter one GRU step from s_{t-1} to s_t."""
     q, k, v, o, st = ROLES["query"], ROLES["key"], ROLES["value"], ROLES["output"], ROLES["state"]
-    cols = [84, 168, 252, 336]
+    cols = [70, 140, 210, 280, 350]
     y_tok, y_enc, y_h, y_e, y_soft, y_w, y_sum = 506, 436, 380, 336, 296, 252, 200
     # the encoder: each token read by a GRU left to right and one right to left
     d.rect(30, y_enc - 12, 390, 66, fill="#f7f7f7", stroke="#8c8c8c", sw=1.1, rx=6, dash="4 3")
     for x, tok in zip(cols, SOURCE, strict=True):
         _token(d, x, y_tok, tok)
         d.arrow((x, y_tok), (x, y_enc + 44), color=LINE)
-        d.rect(x - 30, y_enc, 60, 44, fill=ROLES["module"][0], stroke=ROLES["module"][1], sw=1.2, rx=4)
+        d.rect(x - 26, y_enc, 52, 44, fill=ROLES["module"][0], stroke=ROLES["module"][1], sw=1.2, rx=4)
         d.code(x, y_enc + 17, "GRU →", 10)
         d.code(x, y_enc + 36, "GRU ←", 10)
         d.arrow((x, y_enc), (x, y_h + 28), color=LINE)
     for a, b in zip(cols, cols[1:], strict=False):
-        d.arrow((a + 30, y_enc + 13), (b - 30, y_enc + 13), color=st[1], sw=1.3, head=6)
-        d.arrow((b - 30, y_enc + 32), (a + 30, y_enc + 32), color=st[1], sw=1.3, head=6)
+        d.arrow((a + 26, y_enc + 13), (b - 26, y_enc + 13), color=st[1], sw=1.3, head=6)
+        d.arrow((b - 26, y_enc + 32), (a + 26, y_enc + 32), color=st[1], sw=1.3, head=6)
     d.code(432, y_enc + 16, "Seq2SeqEncoder", 11, anchor="start")
     d.code(432, y_enc + 32, "(bidirectional=True)", 11, anchor="start")
     d.label(
@@ -53,7 +53,7 @@ def ch04_bahdanau_step(d: Diagram) -> None:
     d.rect(30, y_sum - 24, 390, y_e + 22 - (y_sum - 24), fill="none", stroke="#8c8c8c", sw=1, rx=6,
            dash="4 3")
     d.code(40, y_sum - 8, "AdditiveAttention", 11, anchor="start", fill=MUTED)
-    for x, i in zip(cols, range(4), strict=True):
+    for x, i in zip(cols, range(len(cols)), strict=True):
         # the value's path up the column's right side to the weighted sum
         d.polyline([(x + 18, y_h + 21), (x + 30, y_h + 21), (x + 30, y_w + 12), (x + 16, y_w + 12)],
                    stroke=v[1], sw=1.4)
@@ -62,7 +62,7 @@ def ch04_bahdanau_step(d: Diagram) -> None:
         d.arrow((x, y_h), (x, y_e + 15), color=k[1])
     # the query reaches every score from the right
     d.polyline([(684, 150), (704, 150), (704, y_e), (cols[0] + 13, y_e)], stroke=q[1], sw=1.8)
-    for x, i in zip(cols, range(4), strict=True):
+    for x, i in zip(cols, range(len(cols)), strict=True):
         d.arrow((x + 40, y_e), (x + 16, y_e), color=q[1], sw=1.8)
         d.cells(x - 15, y_e - 15, 1, cell=30, colours=[signed(SCORES[i], 2.0)],
                 values=[f"{SCORES[i]:+.1f}".replace("-", "−")], size=10, stroke="#555555", sw=0.8)

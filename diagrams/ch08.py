@@ -36,7 +36,7 @@ def ch08_decoder_only_lm(d: Diagram) -> None:
         d.rect(tx - 19, 526, 38, 22, fill=ROLES["plain"][0], stroke=ROLES["plain"][1], sw=1.2, rx=3)
         d.code(tx, 541, tok, 11)
         d.rect(tx - 19, 14, 38, 22, fill=ROLES["output"][0], stroke=ROLES["output"][1], sw=1.2, rx=3)
-        d.code(tx, 29, (TEXT[1:] + ["."])[i], 11)
+        d.code(tx, 29, (TEXT[1:] + ["_"])[i], 11)  # "tom is reading ...": a space follows "is"
     d.label(left - 30, 541, "characters", 12, anchor="end", fill=MUTED)
     d.label(left - 30, 29, "next character", 12, anchor="end", fill=ROLES["output"][2])
     # the input: embedding(X) * sqrt(d), then pos_embedding adds the rows of positions 0 ... 6
