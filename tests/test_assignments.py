@@ -307,6 +307,34 @@ GQA_COPIES = {
     "index by a list": "k, v = (t[:, [i // (h // g) for i in range(h)]] for t in (k, v))",
     "times ones": "k, v = ((t[:, :, None] * torch.ones(1, 1, h // g, 1, 1)).flatten(1, 2) for t in (k, v))",
     "plus zeros": "k, v = ((t[:, :, None] + torch.zeros(1, 1, h // g, 1, 1)).flatten(1, 2) for t in (k, v))",
+    "product with a 0/1 matrix": "R = (torch.arange(h)[:, None] // (h // g) == torch.arange(g)).float()\n"
+                                 "    k, v = ((R @ t.flatten(2)).unflatten(-1, t.shape[2:]) for t in (k, v))",
+    "einsum with a 0/1 matrix": "R = (torch.arange(h)[:, None] // (h // g) == torch.arange(g)).float()\n"
+                                "    k, v = (torch.einsum('hg,bgnd->bhnd', R, t) for t in (k, v))",
+}
+GQA_HONEST = {
+    "einsum over the groups": """
+def gqa_attention(q, k, v):
+    b, h, n_q, d = q.shape
+    g = k.shape[1]
+    if h % g:
+        raise ValueError("g must divide h")
+    q = q.unflatten(1, (g, h // g))  # (b, g, h/g, n_q, d)
+    w = (torch.einsum('bgiqd,bgkd->bgiqk', q, k) / math.sqrt(d)).softmax(-1)
+    return torch.einsum('bgiqk,bgkd->bgiqd', w, v).flatten(1, 2)
+""",
+    "a loop over query heads": """
+def gqa_attention(q, k, v):
+    h, g = q.shape[1], k.shape[1]
+    if h % g:
+        raise ValueError("g must divide h")
+    outs = []
+    for i in range(h):
+        j = i // (h // g)  # the key/value head of query head i, read where it is
+        w = (q[:, i] @ k[:, j].transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)
+        outs.append(w @ v[:, j])
+    return torch.stack(outs, 1)
+""",
 }
 GQA_BROADCAST = """
 def gqa_attention(q, k, v):
@@ -342,8 +370,17 @@ def gqa_attention(q, k, v):
         exec(hidden, namespace)  # noqa: S102
 
 
+@pytest.mark.parametrize("answer", list(GQA_HONEST))
+def test_ch09_grouped_query_attention_that_reads_each_head_where_it_is_passes_the_hidden_tests(answer):
+    """Honest answers other than the model solution (an einsum over the groups, a loop over query
+    heads that reads its key/value head where it is) pass the hidden tests, which count the
+    products' outputs too: a query's scores are far fewer numbers than k."""
+    namespace, hidden = ch09_run(ch09_cells(), 2, GQA_HONEST[answer])
+    exec(hidden, namespace)  # noqa: S102
+
+
 WINDOW_BY_BLOCK = """
-def window_attention(q, k, v, window, block=16):  # blocks of queries, each with the keys it reaches
+def window_attention(q, k, v, window, block={block}):  # blocks of queries, each with the keys it reaches
     n, outs = q.shape[1], []
     for start in range(0, n, block):
         lo, hi = max(0, start - window + 1), min(n, start + block)
@@ -353,6 +390,8 @@ def window_attention(q, k, v, window, block=16):  # blocks of queries, each with
         outs.append(s.masked_fill(~seen, float("-inf")).softmax(-1) @ v[:, lo:hi])
     return torch.cat(outs, 1)
 """
+WINDOW_SKIPS = {f"blocks of {block} queries": WINDOW_BY_BLOCK.replace("{block}", str(block))
+                for block in (16, 64, 128)}
 WINDOW_MASKED = {
     "masked full scores": """
 def window_attention(q, k, v, window):
@@ -376,10 +415,11 @@ def window_attention(q, k, v, window, block=64):
 def test_ch09_window_attention_that_masks_a_full_computation_fails_the_hidden_tests(answer):
     """Exercise 3 assesses skipping the keys outside the window: an answer that scores every key
     and masks (at once or row by row) is right and fails the hidden tests, which count what is
-    computed from the keys; the model solution (unfold) and a loop over blocks of queries that
-    slices the keys each block's windows reach pass."""
+    computed from the keys at two lengths; the model solution (unfold) and loops over blocks of
+    16, 64 or 128 queries that slice the keys each block's windows reach pass (their cost grows
+    as n (block + w), above n x n at n = 256 for the larger blocks, but linearly)."""
     cells = ch09_cells()
-    for passing in (None, WINDOW_BY_BLOCK):
+    for passing in (None, *WINDOW_SKIPS.values()):
         namespace, hidden = ch09_run(cells, 3, passing)
         exec(hidden, namespace)  # noqa: S102
     namespace, hidden = ch09_run(cells, 3, WINDOW_MASKED[answer])
