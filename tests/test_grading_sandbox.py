@@ -34,9 +34,11 @@ pytestmark = pytest.mark.slow
 # The time limit per cell and per call while the class is graded: at least 3x the slowest cell of
 # any source on a loaded machine. Measured with a second CPU-bound process beside it on the 2-core
 # box (record_timing of nbclient, every source): ch08's ex4 test cell 4.2 s, ch02's ex4 (best_width)
-# 3.4 s; ch07's ex4 cell took 21 s for 9 separate calls (about 2.4 s each); setup cells have their
-# own limit. Runaway code is tested on a tiny notebook with a short limit (below), not here.
-LIMIT = 15
+# 3.4 s; ch07's ex4 cell took 21 s for 9 separate calls (about 2.4 s each); ch09's ex2 hidden
+# tests up to 6.7 s and an honest ex3 answer in blocks of 16 queries up to 10 s (the first operator
+# counter loads its machinery), hence 30 s; setup cells have their own limit. Runaway code is
+# tested on a tiny notebook with a short limit (below), not here.
+LIMIT = 30
 CH03 = attacks.NAME
 IDLE = NAMES[:1] + NAMES[-1:]  # untouched student versions graded (the others are like them)
 
