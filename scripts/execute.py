@@ -131,8 +131,49 @@ def execute(path: Path, timeout: int = 600, cells: list[str] | None = None,
                 cell.outputs = before.outputs
                 cell.execution_count = before.execution_count
                 cell.metadata = before.metadata
+        keep_widget_models(nb, old)
     nbformat.write(nb, path)
     return seconds
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def keep_widget_models(nb, old) -> None:
+    """The saved widget state of ``nb`` after ``--cells``: a widget view that kept its old output
+    names a model of the old run, so the models of both runs are merged, then cut down to those
+    the notebook's views reach (a view whose model is missing shows "model not found")."""
+    def state_of(notebook) -> dict:
+        return notebook.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+
+    models = {**state_of(old), **state_of(nb)}
+    todo = [o["data"][WIDGET_VIEW]["model_id"] for c in nb.cells for o in c.get("outputs", [])
+            if WIDGET_VIEW in o.get("data", {})]
+    reached = set()
+    while todo:  # a model names its children, layouts and styles as "IPY_MODEL_<id>"
+        model_id = todo.pop()
+        if model_id in reached or model_id not in models:
+            continue
+        reached.add(model_id)
+        todo += [ref.removeprefix("IPY_MODEL_") for ref in _strings(models[model_id])
+                 if ref.startswith("IPY_MODEL_")]
+    if reached:
+        saved = nb.metadata.setdefault("widgets", {}).setdefault(WIDGET_STATE, {"version_major": 2,
+                                                                              "version_minor": 0})
+        saved["state"] = {k: v for k, v in models.items() if k in reached}
+
+
+def _strings(value):
+    """Every string inside a JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def explorer_cell(cell) -> bool:

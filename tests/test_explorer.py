@@ -397,3 +397,38 @@ def test_the_executor_stamps_the_recipe_and_drops_what_no_explorer_uses(drawn_st
     assert not (folder / "img" / "0123456789abcdef.webp").exists()
     with pytest.raises(RuntimeError, match="wrote no states in this run"):
         execute.stamp_states(nb, "99_test", folder, began=2e9)
+
+
+def test_writing_back_some_cells_keeps_the_widget_models_the_other_cells_show():
+    """`scripts/execute.py --cells` keeps the old outputs of the cells it does not write back: a
+    widget view among them names a model of the old run, which must stay in the saved state (or
+    JupyterLab shows "model not found" on open); models nothing names any more are dropped."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import execute
+    finally:
+        sys.path.pop(0)
+    import nbformat
+
+    def notebook(view, models):
+        cell = nbformat.v4.new_code_cell("ui", outputs=[nbformat.v4.new_output(
+            "display_data", data={execute.WIDGET_VIEW: {"model_id": view, "version_major": 2}})])
+        nb = nbformat.v4.new_notebook(cells=[cell])
+        nb.metadata["widgets"] = {execute.WIDGET_STATE: {"state": models}}
+        return nb
+
+    old = notebook("a", {"a": {"state": {"children": ["IPY_MODEL_b"]}}, "b": {"state": {}}, "x": {}})
+    new = notebook("a", {"c": {"state": {"layout": "IPY_MODEL_d"}}, "d": {"state": {}}})  # a new run
+    execute.keep_widget_models(new, old)  # the view kept its old output, so it names model "a"
+    assert set(new.metadata["widgets"][execute.WIDGET_STATE]["state"]) == {"a", "b"}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[p.stem[:2] for p in CHAPTERS])
+def test_every_saved_widget_view_names_a_saved_model(chapter):
+    """A chapter opens with its widgets drawn only when each view's model is in the notebook's
+    saved widget state (JupyterLab's check of the same, on open, is tests/test_lab.py's)."""
+    nb = json.loads(chapter.read_text(encoding="utf-8"))
+    state = nb["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    views = [o["data"]["application/vnd.jupyter.widget-view+json"]["model_id"] for c in nb["cells"]
+             for o in c.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert views and not [v for v in views if v not in state.get("state", {})], views
