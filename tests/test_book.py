@@ -781,7 +781,14 @@ def _check_readout(page, img, h: dict, touch: bool) -> str:
     x0, y0, x1, y1 = h["box"]
     cw, ch = (x1 - x0) / h["n"][1], (y1 - y0) / h["n"][0]
     where = {"x": (x1 - cw / 2) * box["width"], "y": (y1 - ch / 2) * box["height"]}
-    img.tap(position=where) if touch else img.hover(position=where)
+    if touch:  # a tap's click comes after its touch events: wait for it, so that it cannot show
+        # the readout again after the Escape below (a race a busy machine lost once)
+        img.evaluate("el => { el.tapped = new Promise(r => el.addEventListener('click', r, "
+                     "{once: true})); }")
+        img.tap(position=where)
+        img.evaluate("el => el.tapped.then(() => true)")
+    else:
+        img.hover(position=where)
     got = page.evaluate(READOUT_JS)
     assert got, "no readout for the heatmap's last cell"
     assert 0 <= got["left"] and got["right"] <= got["width"], f"readout off the window: {got}"
