@@ -44,7 +44,7 @@ help:
 	@echo "  make i18n         update the catalogues locale/zh_CN/LC_MESSAGES/*.po from the English"
 	@echo "  make i18n-check   list what is untranslated, fuzzy or out of date (CAT=01_attention_cues.po)"
 	@echo "Checks:"
-	@echo "  make test         everything (about 20 min on 2 cores): lint, unit tests, every notebook and"
+	@echo "  make test         everything (about 25 min on 2 cores): lint, unit tests, every notebook and"
 	@echo "                    assignment (strict nbval, attnlib from its wheel), JupyterLab, both websites"
 	@echo "  make test-fast    lint and the unit tests only (about 3 min): the loop while you edit"
 	@echo "                    options: make test PYTEST_ARGS=\"tests/test_bench.py\""
