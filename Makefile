@@ -135,8 +135,11 @@ explorers: install
 # websites in Chromium; the course. The Chinese notebooks are not run again: tests/test_i18n.py
 # proves they share every code cell and output with the English ones. The training tests run with
 # the plainest CPU kernels too (test-float-paths' first half). Both sites are built first, so that
-# the browser tests (two workers) find them up to date.
+# the browser tests (several workers) find them up to date.
 TEST_KERNEL := build/test-kernel
+# Four workers on two cores: much of the suite waits on a browser, a JupyterLab server, a kernel or
+# nbgrader's subprocesses, and two workers left the cores half idle (docs/testing.md).
+TEST_WORKERS ?= 4
 TEST_KERNEL_ENV = JUPYTER_PATH=$(abspath $(TEST_KERNEL))/share/jupyter ATTNBOOK_KERNEL=attnbook-wheel
 test: install book-deps lint
 	$(BIN)/python scripts/kernels.py $(TEST_KERNEL) $(PLAIN_CPU)
@@ -144,9 +147,15 @@ test: install book-deps lint
 ifeq ($(PYTEST_ARGS),)
 	$(BIN)/python -m book.build
 	$(BIN)/python -m book.build --lang zh
-	$(TEST_KERNEL_ENV) $(BIN)/python -m pytest --durations=25 --ignore=tests/test_training.py tests notebooks \
-	  assignments/source
-	$(PLAIN_CPU) $(BIN)/python -m pytest tests/test_training.py
+	@echo "The training tests run beside the rest (log: build/test-training.log, shown at the end)."
+	@$(PLAIN_CPU) $(BIN)/python -m pytest -n 0 tests/test_training.py >build/test-training.log 2>&1 & \
+	  training=$$!; trap 'kill $$training 2>/dev/null' INT TERM; \
+	  $(TEST_KERNEL_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=25 \
+	    --ignore=tests/test_training.py tests notebooks assignments/source; rest=$$?; \
+	  wait $$training; trained=$$?; \
+	  echo; echo "== tests/test_training.py (the plainest CPU kernels), run beside the rest:"; \
+	  tail -n 30 build/test-training.log; \
+	  [ $$rest = 0 ] && [ $$trained = 0 ]
 else
 	$(TEST_KERNEL_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
 endif

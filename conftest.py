@@ -27,3 +27,25 @@ def pytest_configure(config):
 def pytest_collectstart(collector):
     if collector.fspath and collector.fspath.ext == ".ipynb":
         collector.skip_compare += ("image/svg+xml", "stderr")
+
+
+# The scopes that take minutes, longest first (docs/testing.md lists the slowest tests). `make test`
+# runs pytest-xdist with --dist loadscope --no-loadscope-reorder: each module (or test class) goes
+# whole to one worker, in the order collected, so these go out first and the run does not end
+# waiting for one of them while the other workers sit idle.
+LONG_SCOPES = (
+    "tests/test_course.py",  # a small class through nbgrader's exchange
+    "tests/test_lab.py::",  # each chapter group in its own JupyterLab (test classes)
+    "tests/test_grading_sandbox.py",
+    "notebooks/04_", "notebooks/06_", "notebooks/05_", "notebooks/09_", "notebooks/07_",
+    "notebooks/08_",
+    "tests/test_book_zh.py", "tests/test_book.py", "tests/test_quality.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        return next((i for i, scope in enumerate(LONG_SCOPES) if item.nodeid.startswith(scope)),
+                    len(LONG_SCOPES))
+
+    items.sort(key=rank)  # stable: every other test keeps its place

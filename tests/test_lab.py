@@ -27,6 +27,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from filelock import FileLock
 
 from bench.lab import (
     NO_CHROMIUM,
@@ -295,11 +296,20 @@ def lab(tmp_path_factory, chromium):
                            "source": f"A notebook from elsewhere ({os.urandom(8).hex()})."})
     (folder / "fixture_untrusted.ipynb").write_text(json.dumps(nb))
     before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in chapters()}
-    # Forget the chapters' signatures: only `make lab`'s own trust step may make them trusted.
-    with book_notary() as notary:
-        for path in chapters():
-            notary.unsign(nbformat.read(path, as_version=nbformat.NO_CONVERT))
-    server = BookLab(folder, scratch)
+    # Forget the chapters' signatures, so that only `make lab`'s own trust step can make them
+    # trusted. Once per run: several workers each start a server (one per group of chapters), and
+    # a signature forgotten while another server shows a chapter would fail that chapter. The lock
+    # and the note live in the folder every worker of this run shares (and only this run).
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # .../pytest-N/popen-gwK: pytest-N is this run's
+    with FileLock(shared / "lab-trust.lock"):
+        if not (shared / "lab-trust.done").exists():
+            with book_notary() as notary:
+                for path in chapters():
+                    notary.unsign(nbformat.read(path, as_version=nbformat.NO_CONVERT))
+        server = BookLab(folder, scratch)  # `make lab` signs the chapters as it starts
+        (shared / "lab-trust.done").touch()
     try:
         server.sign(*(folder / f"fixture_{n}.ipynb" for n in FIXTURE_NAMES))
         server.committed = before
@@ -363,13 +373,37 @@ def test_each_broken_notebook_is_caught(lab, page, fixture, expected, scope):
     assert all(p.startswith(scope) for p in problems), problems  # and by that check alone
 
 
-@pytest.mark.parametrize("chapter", [p.name for p in chapters()],
-                         ids=[f"ch{int(p.name[:2])}" for p in chapters()])
-def test_chapter_works_in_jupyterlab(lab, page, chapter):
+def check_chapter(lab, page, chapter):
     problems, facts = _check(lab, page, chapter)
     print(chapter, facts)
     assert not problems, f"{chapter} in JupyterLab:\n  " + "\n  ".join(problems)
     assert facts["controls"] >= 1, f"{chapter}: no control to move"
+
+
+# The chapters in three groups, each a test class: pytest-xdist (--dist loadscope) gives each class
+# to one worker, which starts its own JupyterLab, so the three groups run side by side.
+def chapter_group(k: int):
+    group = chapters()[k::3]
+    return pytest.mark.parametrize("chapter", [p.name for p in group],
+                                   ids=[f"ch{int(p.name[:2])}" for p in group])
+
+
+class TestChaptersGroup1:
+    @chapter_group(0)
+    def test_chapter_works_in_jupyterlab(self, lab, page, chapter):
+        check_chapter(lab, page, chapter)
+
+
+class TestChaptersGroup2:
+    @chapter_group(1)
+    def test_chapter_works_in_jupyterlab(self, lab, page, chapter):
+        check_chapter(lab, page, chapter)
+
+
+class TestChaptersGroup3:
+    @chapter_group(2)
+    def test_chapter_works_in_jupyterlab(self, lab, page, chapter):
+        check_chapter(lab, page, chapter)
 
 
 def test_make_lab_signed_the_chapters_in_the_environment_only(lab, page):
