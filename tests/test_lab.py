@@ -16,6 +16,7 @@ test-lab CH=3`` checks chapter 3 only (``LAB_CHAPTERS="3 5"``: several).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -297,25 +298,38 @@ def lab(tmp_path_factory, chromium):
     (folder / "fixture_untrusted.ipynb").write_text(json.dumps(nb))
     before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in chapters()}
     # Forget the chapters' signatures, so that only `make lab`'s own trust step can make them
-    # trusted. Once per run: several workers each start a server (one per group of chapters), and
-    # a signature forgotten while another server shows a chapter would fail that chapter. The lock
-    # and the note live in the folder every worker of this run shares (and only this run).
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # .../pytest-N/popen-gwK: pytest-N is this run's
-    with FileLock(shared / "lab-trust.lock"):
+    # trusted: once per run, since several workers each start a server (one per group of chapters).
+    # Every process that opens the notary's sqlite database does so under one lock: nbformat's
+    # notary, when it cannot open the database (locked by another writer on a busy machine),
+    # renames it and starts an empty one, and every chapter would open untrusted.
+    with trust_lock(tmp_path_factory) as shared:
         if not (shared / "lab-trust.done").exists():
             with book_notary() as notary:
                 for path in chapters():
                     notary.unsign(nbformat.read(path, as_version=nbformat.NO_CONVERT))
         server = BookLab(folder, scratch)  # `make lab` signs the chapters as it starts
         (shared / "lab-trust.done").touch()
+        try:
+            server.sign(*(folder / f"fixture_{n}.ipynb" for n in FIXTURE_NAMES))
+            server.api("/api/contents/fixture_good.ipynb")  # the server opens its notary now
+        except BaseException:
+            server.close()
+            raise
     try:
-        server.sign(*(folder / f"fixture_{n}.ipynb" for n in FIXTURE_NAMES))
         server.committed = before
         yield server
     finally:
         server.close()
+
+
+@contextlib.contextmanager
+def trust_lock(tmp_path_factory):
+    """A lock every worker of this run shares, and the folder it lives in (this run's only)."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # .../pytest-N/popen-gwK: pytest-N is this run's
+    with FileLock(shared / "lab-trust.lock"):
+        yield shared
 
 
 def book_notary():
@@ -406,8 +420,8 @@ class TestChaptersGroup3:
         check_chapter(lab, page, chapter)
 
 
-def test_make_lab_signed_the_chapters_in_the_environment_only(lab, page):
-    with book_notary() as notary:
+def test_make_lab_signed_the_chapters_in_the_environment_only(lab, page, tmp_path_factory):
+    with trust_lock(tmp_path_factory), book_notary() as notary:
         for path in chapters():
             assert notary.check_signature(nbformat.read(path, as_version=nbformat.NO_CONVERT))
     assert not list((lab.scratch / "data").rglob("nbsignatures.db"))  # the per-user data folder
