@@ -33,6 +33,15 @@ c.Execute.execute_retries = 0
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
+# The feedback leaves out what the autograded notebook holds for the instructor only (the
+# tracebacks formgrader shows under a failing test cell, hidden lines included).
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import GetGrades  # noqa: E402
+
+from coursegrader.feedback import InstructorOnly  # noqa: E402 - the course config puts the book on sys.path
+
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, InstructorOnly]
+
 # A deleted test cell is not put back: the exercise scores 0 and the grade table says why.
 # (Edited locked cells, test cells included, are always replaced by the originals.)
 c.OverwriteCells.add_missing_cells = False
