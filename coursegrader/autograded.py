@@ -24,7 +24,7 @@ import re
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
-from coursegrader.feedback import instructor_output
+from coursegrader.feedback import HIDDEN_INPUT, instructor_output
 from coursegrader.result import Result
 from coursegrader.spec import Spec
 from coursegrader.zh import verdict
@@ -87,6 +87,13 @@ def build(spec: Spec, nb, result: Result, verdicts: list, general_notes: list[st
             new = _cell(want.cell_type, text, f"missing-{want.grade_id}")
             new.metadata["nbgrader"] = dict(want.nbgrader)
             cells.append(new)
+    from coursegrader.course import RULE_ID
+
+    for cell in cells:  # formgrader and the feedback leave out the rule's input, and only its
+        tags = [t for t in cell.metadata.get("tags", []) if t != HIDDEN_INPUT]
+        tags += [HIDDEN_INPUT] if _grade_id(cell) == RULE_ID else []
+        if tags or "tags" in cell.metadata:
+            cell.metadata["tags"] = tags
     by_id = {_grade_id(c): c for c in cells if _grade_id(c)}
     for v in verdicts:
         cell = by_id.get(v.grade_id)

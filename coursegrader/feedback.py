@@ -7,14 +7,21 @@ traceback (hidden lines included) and the student's, so that the instructor grad
 formgrader reads why right there. Such an output is marked in its metadata (``for_instructor``);
 the book's nbgrader settings (``assignments/nbgrader_config.py``) add ``InstructorOnly`` to
 ``GenerateFeedback``'s preprocessors, which takes every marked output out of the feedback.
+
+The own-work rule's locked cell (some 150 lines of ``ownwork.py``, hidden in the student's
+notebook) is tagged ``HIDDEN_INPUT`` in the autograded notebook, and only it (a student's own
+cell loses that tag): nbconvert's ``TagRemovePreprocessor``, set up in the same settings, leaves
+its input out of formgrader's page and of the feedback.
 """
 from __future__ import annotations
 
 from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_output
+from traitlets import Bool
 
 MARK = "coursegrader"  # output metadata key: {"for": "instructor"}
 HEADING = "For the instructor (formgrader only, never in the feedback):"
+HIDDEN_INPUT = "grader-hidden-input"  # the tag of the cells whose input formgrader and the feedback leave out
 
 
 def instructor_output(text: str):
@@ -31,6 +38,8 @@ def for_instructor(output) -> bool:
 
 class InstructorOnly(Preprocessor):
     """Takes the instructor's outputs (``instructor_output``) out of a notebook: the feedback."""
+
+    enabled = Bool(True).tag(config=True)  # nbconvert's preprocessors are off unless enabled
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code":

@@ -282,6 +282,8 @@ def test_cleo_s_html_is_listed_and_her_hint_shown_never_the_hidden_test(term):
     tests = page[page.index("ex4_tests"):]
     assert feedback.HEADING in tests and "ex4_tests (hidden tests)" in tests and "att(q, k, v, lens)" in tests
     assert feedback.HEADING not in html and "ex4_tests (hidden tests)" not in html
+    # the own-work rule's 150 lines are left out of both (its ANSWERS cell stays)
+    assert "OwnWorkError" not in page and "OwnWorkError" not in html and "ANSWERS" in page
 
 
 def formgrader_page(root: Path, student: str, assignment: str) -> str:
