@@ -33,6 +33,19 @@ c.Execute.execute_retries = 0
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
+# The feedback leaves out what the autograded notebook holds for the instructor only (the
+# tracebacks formgrader shows under a failing test cell, hidden lines included), and formgrader
+# and the feedback leave out the own-work rule's input (150 lines of the checker, hidden in the
+# student's notebook too).
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, TagRemovePreprocessor  # noqa: E402
+from nbgrader.preprocessors import GetGrades  # noqa: E402
+
+from coursegrader.feedback import HIDDEN_INPUT, InstructorOnly  # noqa: E402 - the course config puts the book on sys.path
+
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, TagRemovePreprocessor,
+                                   InstructorOnly]
+c.TagRemovePreprocessor.remove_input_tags = {HIDDEN_INPUT}
+
 # A deleted test cell is not put back: the exercise scores 0 and the grade table says why.
 # (Edited locked cells, test cells included, are always replaced by the originals.)
 c.OverwriteCells.add_missing_cells = False

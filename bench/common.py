@@ -7,6 +7,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -112,6 +113,22 @@ def kernels_used(fn: Callable[[], object]) -> list[str]:
     return found or ["none (bmm + softmax)"]
 
 
+def commit() -> str | None:
+    """The book's commit (short hash, ``+changes`` when the working tree differs from it), or
+    None outside a git checkout: what a measurement was made on."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=30, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+changes" if dirty else "")
+
+
 def machine_info(device: torch.device) -> dict:
     """CPU model, cores, versions, threads and date: the facts a result needs to be read."""
     cpu = platform.processor() or "unknown"
@@ -131,6 +148,7 @@ def machine_info(device: torch.device) -> dict:
         d2l_version = "not installed"
     info = {
         "date_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit(),
         "cpu": cpu,
         "cores": os.cpu_count(),
         "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,

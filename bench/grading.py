@@ -7,7 +7,7 @@ pass and returns zeros). Both graders grade the same class in the same run; the 
 submissions per minute and whether each grader gave the adversarial submissions points.
 
     from bench import grading
-    result = grading.run()               # 12 students x every assignment (9: 108 submissions)
+    result = grading.run()               # 12 students x every assignment (9 today: 108 submissions)
     result = grading.run(quick=True)     # 4 students x ch03: proves it works
     print(grading.render(result))
 
@@ -81,8 +81,11 @@ def run(quick: bool = False, students: int = 12, names: list[str] | None = None,
     if quick:
         students, names = 4, [n for n in names if n.startswith("ch03")][:1]
     jobs = jobs or os.cpu_count() or 1
+    from .common import commit
+
     result = {"students": students, "assignments": names, "submissions": students * len(names),
-              "cpus": os.cpu_count(), "jobs": jobs, "graders": {}}
+              "cpus": os.cpu_count(), "jobs": jobs, "graders": {},
+              "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit()}
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as tmp:
         tmp = Path(tmp)
         kinds = make_class(tmp / "submitted", students, names)
@@ -110,8 +113,12 @@ def _measure(seconds: float, rows: list[tuple[str, float]], submissions: int, ho
 
 def render(result: dict) -> str:
     """A markdown table of ``run``'s result."""
-    lines = [f"Grading {result['submissions']} submissions ({result['students']} students x "
-             f"{len(result['assignments'])} assignments; honest, wrong, broken and adversarial in turn) "
+    names = result["assignments"]
+    span = f"{names[0]} to {names[-1]}" if len(names) > 1 else names[0]
+    when = (f"Measured on {result['date_utc']} at commit {result.get('commit') or 'unknown'}: g"
+            if result.get("date_utc") else "G")
+    lines = [f"{when}rading {result['submissions']} submissions ({result['students']} students x "
+             f"{len(names)} assignments, {span}; honest, wrong, broken and adversarial in turn) "
              f"on {result['cpus']} CPUs.", "",
              "| grader | how | seconds | submissions / min | points given to adversarial |",
              "|---|---|---|---|---|"]

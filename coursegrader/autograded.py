@@ -6,7 +6,9 @@ metadata on every nbgrader cell (points, grade ids, locks: a student's edits to 
 count), the source's text of every locked cell and of every test cell's visible self-check
 (the hidden tests are left out: the feedback is made from this notebook), the student's own
 outputs cleared, and under each test cell one output line saying how it went (the points and,
-if some were lost, why: ``hidden tests failed: AssertionError (hint: ...)``). Notes that belong
+if some were lost, why: ``hidden tests failed: AssertionError (hint: ...)``), followed where it
+failed by the tracebacks, for the instructor only (``feedback.py``: formgrader shows them, the
+feedback leaves them out). Notes that belong
 to no exercise (a renamed notebook, ignored files) open the notebook in a markdown cell. A cell
 the student deleted is added back at the end, a written answer's as an empty answer.
 
@@ -22,6 +24,7 @@ import re
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
+from coursegrader.feedback import HIDDEN_INPUT, instructor_output
 from coursegrader.result import Result
 from coursegrader.spec import Spec
 from coursegrader.zh import verdict
@@ -46,9 +49,11 @@ def verdict_line(earned: float, points: float, why: str | None, lang: str = "en"
     return verdict(earned, points, why, lang)
 
 
-def build(spec: Spec, nb, result: Result, verdicts: list, general_notes: list[str]):
+def build(spec: Spec, nb, result: Result, verdicts: list, general_notes: list[str],
+          cell_tracebacks: dict[str, str] | None = None):
     """The autograded notebook of ``nb`` (the student's parsed notebook), graded as ``result``
-    with ``verdicts`` (``grading.Verdict``, one per test cell)."""
+    with ``verdicts`` (``grading.Verdict``, one per test cell); ``cell_tracebacks``: grade id ->
+    the traceback of a solution cell that raised (for the instructor, as the tests' are)."""
     nb = copy.deepcopy(nb)
     source = {c.grade_id: c for c in spec.cells}
     last = {}  # grade id -> index of its last cell in nb (the one graded)
@@ -82,12 +87,25 @@ def build(spec: Spec, nb, result: Result, verdicts: list, general_notes: list[st
             new = _cell(want.cell_type, text, f"missing-{want.grade_id}")
             new.metadata["nbgrader"] = dict(want.nbgrader)
             cells.append(new)
+    from coursegrader.course import RULE_ID
+
+    for cell in cells:  # formgrader and the feedback leave out the rule's input, and only its
+        tags = [t for t in cell.metadata.get("tags", []) if t != HIDDEN_INPUT]
+        tags += [HIDDEN_INPUT] if _grade_id(cell) == RULE_ID else []
+        if tags or "tags" in cell.metadata:
+            cell.metadata["tags"] = tags
     by_id = {_grade_id(c): c for c in cells if _grade_id(c)}
     for v in verdicts:
         cell = by_id.get(v.grade_id)
         if cell is not None and cell.cell_type == "code":
             line = verdict_line(v.earned, v.points, v.why, spec.lang)
             cell.outputs = [new_output("stream", name="stdout", text=line)]
+            if v.traceback:  # formgrader shows it under the verdict; the feedback leaves it out
+                cell.outputs.append(instructor_output(f"{v.grade_id} ({v.failed}):\n{v.traceback}"))
+    for label, text in (cell_tracebacks or {}).items():  # a solution cell that raised when it ran
+        cell = by_id.get(label)
+        if cell is not None and cell.cell_type == "code":
+            cell.outputs.append(instructor_output(text))
     if general_notes:
         text = ("**评分说明**" if spec.lang == "zh" else "**Notes from grading**") + "\n\n" + \
             "\n".join(f"- {_escape(n)}" for n in general_notes)

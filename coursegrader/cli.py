@@ -274,7 +274,8 @@ def _feedback(args) -> int:
             if done.returncode:
                 return done.returncode
         print(f"refreshed {student} / {assignment}")
-    print(f"{len(stale)} feedback files refreshed" if stale else "every feedback file is up to date")
+    print(f"{len(stale)} feedback file{'s' if len(stale) > 1 else ''} refreshed" if stale
+          else "every feedback file is up to date")
     return 0
 
 

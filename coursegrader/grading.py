@@ -108,6 +108,7 @@ class Graded:
     exercise_notes: dict[int, str] = field(default_factory=dict)  # exercise -> why (student's words)
     flags: list[str] = field(default_factory=list)  # for the instructor only
     tracebacks: list[str] = field(default_factory=list)  # for the instructor only
+    cell_tracebacks: dict[str, str] = field(default_factory=dict)  # solution grade id -> its traceback
 
 
 def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
@@ -117,7 +118,8 @@ def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
     work.mkdir(parents=True, exist_ok=True)
     progress = work / "progress.jsonl"
     steps, notes = plan(spec, nb)
-    session = Session(steps, work, timeout, no_sandbox, spec.answers, spec.functions)
+    session = Session(steps, work, timeout, no_sandbox, spec.answers, spec.functions,
+                      record=any("TorchDispatchMode" in t.hidden for t in spec.tests))
     scores = dict.fromkeys(spec.points, 0.0)
     lost: dict[int, list[str]] = {}
     namespace: dict = {"__name__": "__main__"}
@@ -181,7 +183,8 @@ def grade_notebook(spec: Spec, nb, work: Path, timeout: float = 30.0,
             notes.append(f"ex{ex}: {exercise_notes[ex]}")
     tracebacks = session.tracebacks + [f"{v.grade_id} ({v.failed}):\n{v.traceback}"
                                        for v in verdicts if v.traceback]
-    return Graded(scores, verdicts, notes, exercise_notes, _flags(spec, verdicts), tracebacks)
+    return Graded(scores, verdicts, notes, exercise_notes, _flags(spec, verdicts), tracebacks,
+                  session.cell_tracebacks)
 
 
 def _flags(spec: Spec, verdicts: list[Verdict]) -> list[str]:

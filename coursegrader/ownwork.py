@@ -33,11 +33,12 @@ def _resolve(dotted):
     raise ImportError(f"cannot find {dotted}")
 
 
-def answer_targets(names):
+def answer_targets(names, direct=False):
     """``{id: dotted name}`` of every object and code object a list of dotted names covers: a
     function, a builtin, or a class with the methods of its bases from the same module; and
     ``"torch": True`` when one is a torch builtin (which only a torch function mode sees from
-    every caller; the mode costs time, so it watches only then)."""
+    every caller; the mode costs time, so it watches only then). ``direct``: the targets count
+    only when the student's own code calls them (``"direct"``: their ids)."""
     found = {}
     for name in names:
         obj = _resolve(name)
@@ -54,6 +55,8 @@ def answer_targets(names):
                                                                     "__module__", "")
                 if str(owner).startswith("torch"):
                     found["torch"] = True
+    if direct:
+        found["direct"] = {k for k in found if k != "torch"}
     return found
 
 
@@ -88,6 +91,8 @@ def _check(obj, frame=None):
         name = _lookup(obj, targets)
         if name is None:
             continue
+        if id(obj) in targets.get("direct", ()) and not (owner and frame and owner(frame.f_code)):
+            continue  # watched only where the student's own code calls it (torch calls it too)
         made = _maker(frame, owner)
         where = made[1:] if made else (None, None)
         if made and made[0][0] not in (None, label) and _lookup(obj, made[0][1]):

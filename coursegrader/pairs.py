@@ -66,7 +66,7 @@ def grade_pair(student: str, name: str, submission: Path | None, work: Path, spe
         general = [n for n in result.notes if n not in mine]
         folder = work / "autograded"
         folder.mkdir(exist_ok=True)
-        nb = autograded.build(spec, staged.nb, result, graded.verdicts, general)
+        nb = autograded.build(spec, staged.nb, result, graded.verdicts, general, graded.cell_tracebacks)
         nbformat.write(nb, folder / f"{name}.ipynb")
         for extra, path in staged.nbgrader_files.items():
             shutil.copyfile(path, folder / extra)

@@ -8,11 +8,12 @@ never how it is judged.
 
 Protocol (see ``sandbox.py``): frames of an 8-byte big-endian length and a ``torch.save``
 payload, read from fd ``REQ_FD`` and written to fd ``REP_FD``. Requests (from the grader,
-trusted): ``("answers", {function: [dotted names]}, watch_cells, {function: exercise})``,
+trusted): ``("answers", {function: [dotted names]}, watch_cells, {function: exercise}, record)``,
 ``("run", source, label, exercise)`` (the cell's name and the exercise whose solution it is, or None),
-``("call", name, args, kwargs)``, ``("callback_return", value)``, ``("callback_raise", ename,
+``("call", name, args, kwargs, record)``, ``("callback_return", value)``, ``("callback_raise", ename,
 message)``. Replies: ``("done",)``, ``("error", ename, message, traceback)``, ``("return",
-value, charges)``, ``("raise", ename, message, traceback)``, ``("answer", what, kind, where)`` (the call
+value, charges, trace)`` (``trace``: the operators the call ran when ``record``, else None),
+``("raise", ename, message, traceback)``, ``("answer", what, kind, where)`` (the call
 used ``what``, a call its exercise rules out (kind ``"answer"``) or a way to switch the check off
 (``"check"``); ``where``: the cell and line that made it). ``charges``: ``[(exercise, what, where)]``,
 calls that the code of another exercise's function made and that its own rule forbids: that
@@ -31,6 +32,7 @@ answer out of the check's sight); a process a cell left running is killed before
 
     python runner.py REQ_FD REP_FD MEMORY_BYTES MAX_PROCESSES OUTPUT_BYTES
 """
+import contextlib
 import io
 import linecache
 import os
@@ -64,7 +66,18 @@ PASSING = tuple(f"{os.sep}{m}" for m in ("traceback.py", "linecache.py"))  # hel
 # calls that reach the check itself (its profile function or its torch mode) or start a thread
 RAW = ("sys.getprofile", "threading.getprofile", "_thread.start_new_thread",
        "torch.overrides._get_current_function_mode", "torch.overrides._get_current_function_mode_stack",
-       "torch._C._get_function_stack_at", "torch._C._pop_torch_function_stack")
+       "torch._C._get_function_stack_at", "torch._C._pop_torch_function_stack",
+       # what could hide operators from the tests' counts (``_recorder``) or see that they count
+       "torch._C._len_torch_dispatch_stack", "torch._C._get_dispatch_stack_at",
+       "torch._C._pop_torch_dispatch_stack", "torch._C._push_on_torch_dispatch_stack",
+       "torch._C._get_dispatch_mode", "torch._C._set_dispatch_mode", "torch._C._unset_dispatch_mode",
+       "torch._C._dispatch_tls_set_dispatch_key_excluded", "torch._C._dispatch_tls_set_dispatch_key_included",
+       "torch._C._dispatch_tls_is_dispatch_key_excluded", "torch._C._dispatch_tls_local_exclude_set")
+# torch's Python helpers that hand out the modes: torch itself calls them (printing a tensor may),
+# so they count only where the student's code calls them. (Those that pop a mode and push it back
+# are not listed: the recorder sees its push back, ``_dispatch_key``.)
+READERS = ("torch.utils._python_dispatch._get_current_dispatch_mode",
+           "torch.utils._python_dispatch._get_current_dispatch_mode_stack")
 
 
 def _watch():
@@ -99,6 +112,114 @@ def _watch():
     return state
 
 
+def _recorder():
+    """The class that records, during a call the tests count, every operator PyTorch dispatches:
+    a ``TorchDispatchMode`` built before any student code runs, from references taken now (a cell
+    that patches torch later changes none of them), pushed straight onto the C++ mode stack.
+    ``Recorder(args).trace()`` is plain data for ``session.replay``: ``(args, ops)``, ``args``
+    ``[(storage id, index of the tensor among the flattened arguments)]``, ``ops`` ``[(is_view,
+    (input storage ids), ((output storage id, shape), ...))]``. ``tampered`` says why the record
+    cannot be trusted (None when it can): a mode or a tensor subclass of the student's own that
+    would handle operators out of sight, an operator object whose code was replaced, a "view" that
+    shares no memory with its input, a result no recorded operator made."""
+    import types
+
+    import torch
+    from torch._ops import OpOverload
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    c = torch._C
+    push, pop, depth, infra = (c._push_on_torch_dispatch_stack, c._pop_torch_dispatch_stack,
+                               c._len_torch_dispatch_stack, c._get_dispatch_mode)
+    keys = tuple(getattr(c._TorchDispatchModeKey, k) for k in dir(c._TorchDispatchModeKey) if k.isupper())
+    storage, pointer, size = c.TensorBase.untyped_storage, c.StorageBase.data_ptr, c.TensorBase.size
+    tensor, builtin, read = c.TensorBase, types.BuiltinFunctionType, object.__getattribute__
+    kind, check, lst, tpl, dct, tup, plain_tensor = type, isinstance, list, tuple, dict, tuple, torch.Tensor
+    st, anything, number, count = set, any, enumerate, len  # as they are now: a cell may replace builtins
+
+    def flat(value, out):
+        """The tensors in ``value`` (lists, tuples and dicts, in order), appended to ``out``."""
+        if check(value, tensor):
+            out.append(value)
+        elif kind(value) in (lst, tpl) or check(value, tpl):
+            for v in value:
+                flat(v, out)
+        elif kind(value) is dct:
+            for v in dct.values(value):
+                flat(v, out)
+        return out
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self, args):
+            self.ids, self.args, self.ops, self.keep, self.made, self.tampered = {}, [], [], [], st(), None
+            self.paused = False
+            for index, t in number(flat(args, [])):
+                self.args.append((self.id(t), index))
+
+        def id(self, t):
+            self.keep.append(t)  # alive until the trace is sent: no other tensor reuses its memory
+            return self.ids.setdefault(pointer(storage(t)), count(self.ids))
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            attrs = read(func, "__dict__") if kind(func) is OpOverload else {}
+            handle = attrs.get("_cpp_dispatch_handle")
+            if kind(handle) is not builtin:
+                self.tampered, handle = self.tampered or "an operator whose code was replaced", func
+            if [t for t in types if t is not plain_tensor]:
+                self.tampered = self.tampered or "a tensor subclass that handles operators out of the count"
+            out = handle(*args, **(kwargs or {}))
+            if self.paused:
+                return out
+            view = attrs.get("is_view") is True
+            ins = tup(self.id(t) for t in flat((args, kwargs or {}), []))
+            outs = tup((self.id(t), tup(size(t))) for t in flat(out, []))
+            self.made.update(i for i, _ in outs)
+            if view and not st(i for i, _ in outs) <= st(ins):
+                self.tampered = self.tampered or f"a view ({attrs.get('_name')}) apart from its input"
+            self.ops.append((view, ins, outs))
+            return out
+
+        def __enter__(self):
+            if depth() or anything(infra(k) is not None for k in keys):
+                self.tampered = "a dispatch mode left running by a cell"
+            push(self)
+            return self
+
+        def __exit__(self, *exc):
+            try:
+                top = pop(None)
+            except Exception:  # noqa: BLE001 - an empty stack
+                top = None
+            if top is not self:
+                self.tampered = self.tampered or "the dispatch mode stack was changed during the call"
+
+        def pause(self):
+            """Records nothing while the grader computes a callback (its work is not the student's)."""
+            self.paused = True
+
+        def resume(self, value):
+            """Records again; what the callback returned counts as known."""
+            self.paused = False
+            self.made.update(self.id(t) for t in flat(value, []))
+
+        @property
+        def _dispatch_key(self):
+            """Read only by torch's Python helpers that push a mode (back) on the stack, never by
+            the recorder's own push: a call that took the recorder off, to run operators out of
+            its sight, and pushed it back."""
+            self.tampered = self.tampered or "the count's dispatch mode was taken off during the call"
+            return None
+
+        def trace(self, result):
+            made = self.made | st(i for i, _ in self.args)
+            for t in flat(result, []):
+                if self.ids.get(pointer(storage(t))) not in made:
+                    self.tampered = self.tampered or "a result that no operator the tests saw computed"
+            return self.args, self.ops
+
+    return Recorder
+
+
 def _company() -> str | None:
     """A Python thread beside the runner, which could compute an answer out of the check's
     sight (None if there is none). In the sandbox, whose pid namespace holds only bwrap (pid 1)
@@ -120,6 +241,7 @@ def main() -> None:
 
     del sys.modules["ownwork"]
     audit = _watch()
+    Recorder = _recorder()  # noqa: N806 - a class, built before any student code runs
     answers: dict = {}  # exercise function -> its answer_targets
     exercise_of: dict = {}  # exercise function -> its exercise
     per_exercise: dict = {}  # exercise -> the answer_targets of its functions together
@@ -165,10 +287,19 @@ def main() -> None:
             return plain(torch.as_tensor(value), depth + 1)
         raise TypeError(f"returned a {type(value).__name__}, which the grader cannot check")
 
+    recording = [None]  # the recorder of the call running now, if it records
+
     def callback(ident):
         def call(*args, **kwargs):
-            send(("callback", ident, plain(list(args)), plain(kwargs)))
-            reply = receive()
+            recorder, reply = recording[0], ("callback_raise", "RuntimeError", "no reply")
+            if recorder is not None:
+                recorder.pause()
+            try:
+                send(("callback", ident, plain(list(args)), plain(kwargs)))
+                reply = receive()
+            finally:
+                if recorder is not None:
+                    recorder.resume(reply[1] if reply[0] == "callback_return" else None)
             if reply[0] == "callback_return":
                 return reply[1]
             raise RuntimeError(f"{reply[1]}: {reply[2]}")
@@ -245,8 +376,9 @@ def main() -> None:
         text = lines[hit[3] - 1].strip() if 0 < hit[3] <= len(lines) else ""
         return f"{cells[hit[2]][0]}, line {hit[3]}" + (f": `{text[:100]}`" if text else "")
 
-    def call(name, args, kwargs):
-        """``name(*args, **kwargs)`` under the exercise rule: its result, or why it broke it."""
+    def call(name, args, kwargs, record=False):
+        """``name(*args, **kwargs)`` under the exercise rule: its result with the charges and (when
+        ``record``) the trace of the operators it ran, or why it broke the rule."""
         if audit["seen"]:
             return None, (f"{audit['seen']} (in a cell)", "check", "")
         audit["on"] = ()  # from here until the call: the runner's own events
@@ -254,8 +386,10 @@ def main() -> None:
         if beside:
             return None, (f"{beside} that still runs", "check", "")
         fn, hits, label = namespace[name], [], f"ex{exercise_of.get(name)}"
+        recorder = Recorder((args, kwargs)) if record else contextlib.nullcontext()
+        recording[0] = recorder if record else None
         try:
-            with ownwork.own_work(label, {**answers.get(name, {}), **switches}, owner) as hits:
+            with recorder, ownwork.own_work(label, {**answers.get(name, {}), **switches}, owner) as hits:
                 threading.setprofile(None)  # a new thread is refused anyway; the hook would be in reach
                 audit["on"] = IN_CALLS
                 try:
@@ -269,13 +403,17 @@ def main() -> None:
         finally:
             audit["on"] = SWITCHES if watch_cells else ()
             seen, audit["seen"] = audit["seen"], None
+            recording[0] = None
         mine = [h for h in hits if h[0] == label]
         charges = [(int(h[0][2:]), h[1], located(h)) for h in hits if h[0] != label]
         if seen or mine:
             # a hit first: the profile that raised for it is switched off by Python (an audit event)
-            return None, ((mine[0][1], "check" if mine[0][1] in RAW else "answer", located(mine[0]))
+            return None, ((mine[0][1], "check" if mine[0][1] in RAW + READERS else "answer", located(mine[0]))
                           if mine else (seen, "check", ""))
-        return (result, list(dict.fromkeys(charges))), None
+        trace = recorder.trace(result) if record else None
+        if record and recorder.tampered:
+            return None, (recorder.tampered, "check", "")
+        return (result, list(dict.fromkeys(charges)), trace), None
 
     send(("ready",))
     while True:
@@ -284,8 +422,12 @@ def main() -> None:
             if message[0] == "answers":
                 # resolved now, before any student cell can rebind a name
                 answers = {k: ownwork.answer_targets(v) for k, v in message[1].items()}
-                switches, watch_cells = ownwork.answer_targets(RAW), bool(message[2])
+                readers = ownwork.answer_targets(READERS, direct=True)
+                switches, watch_cells = {**readers, **ownwork.answer_targets(RAW)}, bool(message[2])
                 exercise_of = dict(message[3])
+                if len(message) > 4 and message[4] is True:  # calls will be recorded: the first
+                    with Recorder(()):  # operator a Python mode sees imports torch._dynamo (seconds),
+                        torch.zeros(1) + 1  # which asks for frames: now, before any student cell
                 per_exercise = {}
                 for fn_name, ex in exercise_of.items():
                     per_exercise.setdefault(ex, {}).update(answers.get(fn_name, {}))
@@ -297,8 +439,9 @@ def main() -> None:
             elif message[0] == "call":
                 if message[1] not in namespace:
                     raise NameError(f"name '{message[1]}' is not defined")
-                result, used = call(message[1], resolve(message[2]), resolve(message[3]))
-                send(("answer", *used) if used else ("return", plain(result[0]), result[1]))
+                result, used = call(message[1], resolve(message[2]), resolve(message[3]),
+                                    len(message) > 4 and message[4] is True)
+                send(("answer", *used) if used else ("return", plain(result[0]), *result[1:]))
         except BaseException as err:  # noqa: BLE001 - everything goes back as plain text
             ename, text = type(err).__name__, str(err)[:2000]
             send(("error" if message[0] in ("run", "answers") else "raise", ename, text, where(ename, text)))

@@ -285,28 +285,33 @@ class Sandbox:
             raise SandboxError("garbage", "unexpected reply to a cell")
 
     def forbid(self, answers: dict[str, list[str]], timeout: float,
-               exercises: dict[str, int] | None = None) -> None:
+               exercises: dict[str, int] | None = None, record: bool = False) -> None:
         """From now on each call of a function ``answers`` names runs under its rule
         (``ownwork.py``), and the student's cells are watched for ways round it. ``exercises``:
-        each function's exercise (a forbidden call is charged to the exercise whose code made it)."""
-        self._send(("answers", {k: list(v) for k, v in answers.items()}, True, dict(exercises or {})))
+        each function's exercise (a forbidden call is charged to the exercise whose code made it);
+        ``record``: calls will record their operators (the recorder gets ready now)."""
+        self._send(("answers", {k: list(v) for k, v in answers.items()}, True, dict(exercises or {}),
+                    record))
         reply = self._receive(timeout)
         if reply[0] == "error" and len(reply) == 4:
             raise SandboxError("garbage", f"the exercise rule could not start ({reply[1]}: {reply[2]})")
         if reply != ("done",):
             raise SandboxError("garbage", "unexpected reply to the exercise rule")
 
-    def call(self, name: str, args, kwargs, timeout: float):
-        """``name(*args, **kwargs)`` in the sandbox; the result as plain data. Forbidden calls
+    def call(self, name: str, args, kwargs, timeout: float, record: bool = False):
+        """``name(*args, **kwargs)`` in the sandbox; the result as plain data (with ``record``: the
+        result and the trace of the operators it ran, ``session.replay``'s input). Forbidden calls
         that another exercise's code made during it are added to ``self.charges`` (``AnswerUsed``s)."""
-        self._send(("call", name, self._encode(list(args)), self._encode(dict(kwargs))))
+        self._send(("call", name, self._encode(list(args)), self._encode(dict(kwargs)), record))
         deadline = time.monotonic() + timeout
         while True:
             reply = self._receive(max(deadline - time.monotonic(), 0.0))
-            if reply[0] == "return" and len(reply) == 3 and isinstance(reply[2], list):
+            if reply[0] == "return" and len(reply) == 4 and isinstance(reply[2], list):
                 for charge in reply[2]:
                     if isinstance(charge, tuple) and len(charge) == 3 and isinstance(charge[0], int):
                         self.charges.append(AnswerUsed(str(charge[1]), "answer", str(charge[2]), charge[0]))
+                if record:
+                    return reply[1], check_trace(reply[3])
                 return reply[1]
             if reply[0] == "raise" and len(reply) == 4:
                 raise StudentError(str(reply[1]), str(reply[2]), str(reply[3]))
@@ -362,6 +367,27 @@ def check_plain(value, depth: int = 0):
             check_plain(v, depth + 1)
         return value
     raise SandboxError("garbage", f"a {kind.__name__} is not plain data")
+
+
+def check_trace(trace):
+    """A recorded trace (``runner._recorder``) in the shape ``session.replay`` reads, or
+    ``SandboxError``: ``([(storage, argument index)], [(is_view, (storages), ((storage, shape),
+    ...))])``, every number an int."""
+    def ints(values):
+        return type(values) is tuple and all(type(v) is int for v in values)
+    try:
+        args, ops = trace
+        ok = type(args) is list and type(ops) is list and all(
+            type(a) is tuple and len(a) == 2 and ints(a) for a in args) and all(
+            type(op) is tuple and len(op) == 3 and type(op[0]) is bool and ints(op[1]) and
+            type(op[2]) is tuple and all(type(o) is tuple and len(o) == 2 and type(o[0]) is int and
+                                         ints(o[1]) and min(o[1], default=0) >= 0 for o in op[2])
+            for op in ops)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise SandboxError("garbage", "a malformed trace of the operators")
+    return args, ops
 
 
 def _death(returncode: int | None) -> str:

@@ -352,3 +352,103 @@ def write_class(root: Path, source: Path, host_paths=()) -> dict[str, tuple[int,
         nbformat.write(make_submission(source, attack, host_paths), folder / f"{NAME}.ipynb")
         expected[attack] = ATTACKS[attack][1]
     return expected
+
+
+# ch09's exercises 2 and 3 are graded by counting the operators the student's function runs (the
+# hidden tests' TorchDispatchModes): answers that are right but copy the key/value heads, or score
+# every key and mask, must lose exactly that exercise through the sandbox too, and so must answers
+# that try to hide their operators from the count or to see it. student -> (solution grade id, its
+# new source, points per exercise, what the notes say)
+CH09 = "ch09_attention_at_scale"
+_GQA = '''
+def gqa_attention(q, k, v):
+    h, g = q.shape[1], k.shape[1]
+    if h % g:
+        raise ValueError("g must divide h")
+    {copy}
+    return (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1) @ v
+'''
+_WINDOW_MASK = '''
+def window_mask(num_queries, num_keys, window):
+    pos_q = torch.arange(num_keys - num_queries, num_keys)[:, None]
+    pos_k = torch.arange(num_keys)[None, :]
+    return (pos_k <= pos_q) & (pos_k > pos_q - window)
+'''
+COPIED = "hidden tests failed: AssertionError (hint: the tests count what PyTorch's operators"
+HIDDEN_OPS = "which could get round the check of the calls it rules out"
+CH09_ATTACKS: dict[str, tuple[str, str, tuple[int, ...], str]] = {
+    "gqa_cat": ("ex2_solution", _GQA.format(copy="k, v = (torch.cat([t[:, j:j + 1] for j in range(g) "
+                                                 "for _ in range(h // g)], 1) for t in (k, v))"),
+                (3, 0, 2, 3), COPIED),
+    "gqa_stack": ("ex2_solution", _GQA.format(copy="k, v = (torch.stack([t[:, i // (h // g)] for i in "
+                                                   "range(h)], 1) for t in (k, v))"), (3, 0, 2, 3), COPIED),
+    "gqa_indexing": ("ex2_solution", _GQA.format(copy="k, v = k[:, torch.arange(h) // (h // g)], "
+                                                      "v[:, torch.arange(h) // (h // g)]"),
+                     (3, 0, 2, 3), COPIED),
+    "gqa_repeat_interleave": ("ex2_solution", _GQA.format(copy="k, v = k.repeat_interleave(h // g, 1), "
+                                                               "v.repeat_interleave(h // g, 1)"),
+                              (3, 0, 2, 3), "uses torch.Tensor.repeat_interleave"),
+    "gqa_broadcast_matmul": ("ex2_solution", '''
+def gqa_attention(q, k, v):
+    b, h, n_q, d = q.shape
+    g = k.shape[1]
+    if h % g:
+        raise ValueError("g must divide h")
+    q = q.unflatten(1, (g, h // g))  # (b, g, h/g, n_q, d) against (b, g, 1, n, d): torch.matmul copies
+    w = (q @ k.unsqueeze(2).transpose(-2, -1) / math.sqrt(d)).softmax(-1)
+    return (w @ v.unsqueeze(2)).flatten(1, 2)
+''', (3, 0, 2, 3), COPIED),
+    "window_without_skipping": ("ex3_solution", _WINDOW_MASK + '''
+def window_attention(q, k, v, window, block=64):  # a block of queries at a time, but every key for each
+    n, outs = q.shape[1], []
+    mask = window_mask(n, n, window)
+    for i in range(0, n, block):
+        s = q[:, i:i + block] @ k.transpose(1, 2) / math.sqrt(q.shape[-1])  # (batch, block, n)
+        outs.append(s.masked_fill(~mask[i:i + block], float("-inf")).softmax(-1) @ v)
+    return torch.cat(outs, 1)
+''', (3, 2, 0, 3), "hidden tests failed: AssertionError (hint: the tests watch the operators PyTorch "
+                  "runs and count every element computed from the keys"),
+    # a cell patches torch's Python side of the modes (the recorder does not go through it)
+    "gqa_patches_modes": ("ex2_solution", '''
+import torch.utils._python_dispatch as pd
+pd._push_mode = lambda mode: None
+pd.TorchDispatchMode.__enter__ = lambda self: self
+pd.TorchDispatchMode.__exit__ = lambda self, *exc: None
+''' + _GQA.format(copy="k, v = k[:, torch.arange(h) // (h // g)], v[:, torch.arange(h) // (h // g)]"),
+        (3, 0, 2, 3), COPIED),
+    # the copy made with the modes taken off (torch's own helper, which pushes them back)
+    "gqa_hides_the_copy": ("ex2_solution", '''
+from torch.utils._python_dispatch import _disable_current_modes
+''' + _GQA.format(copy="with _disable_current_modes():\n"
+                       "        k, v = k[:, torch.arange(h) // (h // g)], v[:, torch.arange(h) // (h // g)]"),
+        (3, 0, 2, 3), "uses the count's dispatch mode was taken off during the call, " + HIDDEN_OPS),
+    # the copy made below the mode (the Python dispatch key excluded) and returned as it is
+    "window_below_the_mode": ("ex3_solution", _WINDOW_MASK + '''
+def window_attention(q, k, v, window):
+    n = q.shape[1]
+    with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Python)):
+        s = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+        return s.masked_fill(~window_mask(n, n, window), float("-inf")).softmax(-1) @ v
+''', (3, 2, 0, 3), "uses a result that no operator the tests saw computed, " + HIDDEN_OPS),
+    # a copy only when nothing counts: the function looks for the tests' mode
+    "gqa_looks_for_the_count": ("ex2_solution", _GQA.format(
+        copy="if not torch._C._len_torch_dispatch_stack():\n"
+             "        k, v = k[:, torch.arange(h) // (h // g)], v[:, torch.arange(h) // (h // g)]"),
+        (3, 0, 2, 3), "uses torch._C._len_torch_dispatch_stack"),
+    # the copy, then the record emptied through torch's helper that hands out the modes
+    "gqa_empties_the_record": ("ex2_solution", _GQA.format(
+        copy="k, v = k[:, torch.arange(h) // (h // g)], v[:, torch.arange(h) // (h // g)]\n"
+             "    for mode in torch.utils._python_dispatch._get_current_dispatch_mode_stack():\n"
+             "        for name in ('ops', 'trace', 'written', 'computed'):\n"
+             "            if isinstance(getattr(mode, name, None), list):\n"
+             "                getattr(mode, name).clear()"),
+        (3, 0, 2, 3), "uses torch.utils._python_dispatch._get_current_dispatch_mode_stack"),
+}
+
+
+def ch09_attack(source: Path, student: str):
+    """The ch09 source notebook with ``CH09_ATTACKS[student]`` in place."""
+    gid, text, _, _ = CH09_ATTACKS[student]
+    nb = nbformat.read(Path(source) / CH09 / f"{CH09}.ipynb", as_version=4)
+    _cell(nb, gid).source = text
+    return nb

@@ -34,7 +34,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_markdown_cell
 
-from coursegrader import gradebook
+from coursegrader import feedback, gradebook
 from coursegrader.course import Course, generate, nbgrader_env
 from coursegrader.sandbox import probe
 
@@ -277,6 +277,29 @@ def test_cleo_s_html_is_listed_and_her_hint_shown_never_the_hidden_test(term):
     # the instructor's traceback of the failing hidden test, beside the gradebook in formgrader's lab
     tb = (term["root"] / "grading" / "tracebacks" / CH03 / "cleo.txt").read_text()
     assert "ex4_tests (hidden tests)" in tb and "AssertionError" in tb
+    # and on formgrader's page of her submission, under the failing test cell: never in her feedback
+    page = formgrader_page(term["root"], "cleo", CH03)
+    tests = page[page.index("ex4_tests"):]
+    assert feedback.HEADING in tests and "ex4_tests (hidden tests)" in tests and "att(q, k, v, lens)" in tests
+    assert feedback.HEADING not in html and "ex4_tests (hidden tests)" not in html
+    # the own-work rule's 150 lines are left out of both (its ANSWERS cell stays)
+    assert "OwnWorkError" not in page and "OwnWorkError" not in html and "ANSWERS" in page
+
+
+def formgrader_page(root: Path, student: str, assignment: str) -> str:
+    """The HTML formgrader shows for a submission (its SubmissionHandler: the autograded notebook
+    through nbconvert's HTMLExporter with formgrader's template and the course's config)."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader import handlers
+
+    config = Course(root).config
+    config.HTMLExporter.template_name = "formgrade"
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    resources = {"assignment_id": assignment, "notebook_id": assignment, "submission_id": "x", "index": 0,
+                 "total": 1, "base_url": "/", "student": student, "last_name": "", "first_name": "",
+                 "notebook_path": f"/autograded/{student}/{assignment}/{assignment}.ipynb"}
+    path = root / "autograded" / student / assignment / f"{assignment}.ipynb"
+    return HTMLExporter(config=config).from_filename(str(path), resources=resources)[0]
 
 
 def test_a_manual_score_survives_later_grading_and_a_resubmission_changes_one_row(term):
@@ -322,6 +345,43 @@ def test_each_student_gets_their_own_feedback_through_the_exchange(term):
     assert "Neat and stable." in ana and "Score: 9.5 / 10.0" in ana
     bob = fb["bob", CH03][0].read_text()
     assert "Score: 9.0 / 10.0" in bob and "Neat and stable." not in bob
+
+
+def test_make_feedback_refreshes_exactly_the_feedback_a_regrade_made_stale(term):
+    """The feedback was generated and released (above). A regrade of one pair (forced, as after a
+    fixed test) leaves its feedback out of date: make grade names it and the command that
+    refreshes it; make feedback generates and releases again exactly that feedback, and the
+    others stay as they were, byte for byte; run again, it has nothing to do."""
+    root, course = term["root"], term["course"]
+    htmls = sorted(root.glob("feedback/*/*/*.html"))
+    released = sorted(term["exchange"].rglob("feedback/*.html"))
+    assert len(htmls) == 6 and len(released) == 6 and course.stale_feedback() == []
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in htmls + released}
+    time.sleep(1.0)
+    out = coursegrader("grade", "--course", str(root), "--force", "--student", "cleo", "--assignment", CH03)
+    assert f"FEEDBACK OUT OF DATE cleo / {CH03}: generated before this grade" in out, out
+    assert out.count("FEEDBACK OUT OF DATE") == 1 and f"make feedback COURSE={root}" in out, out
+    assert course.stale_feedback() == [("cleo", CH03)]
+    done = make_feedback(root)
+    assert f"refreshed cleo / {CH03}" in done and "1 feedback file refreshed" in done, done
+    changed = sorted(p for p, (mtime, _) in before.items() if p.stat().st_mtime_ns != mtime)
+    cleo = root / "feedback" / "cleo" / CH03 / f"{CH03}.html"
+    assert [p for p in changed if p.is_relative_to(root)] == [cleo]
+    assert len([p for p in changed if p.is_relative_to(term["exchange"])]) == 1  # hers, released again
+    assert HINT in cleo.read_text() and feedback.HEADING not in cleo.read_text()
+    assert course.stale_feedback() == []
+    assert "every feedback file is up to date" in make_feedback(root)
+
+
+def make_feedback(root: Path) -> str:
+    """``make feedback COURSE=root`` (the real target; its ``python -m coursegrader feedback``
+    where the book's .venv is not built and make would install it first)."""
+    if not (ROOT / ".venv" / ".installed").exists():
+        return coursegrader("feedback", "--course", str(root))
+    done = subprocess.run(["make", "feedback", f"COURSE={root}"], cwd=ROOT, capture_output=True, text=True,
+                          env={**nbgrader_env(), "MAKEFLAGS": ""})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
 
 
 def test_every_number_of_the_exports(term):

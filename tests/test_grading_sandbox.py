@@ -99,6 +99,10 @@ def graded(tmp_path_factory):
     (subs / "corrupt" / CH03 / f"{CH03}.ipynb").write_text(truncated)
     (subs / "renamed").mkdir()
     shutil.copy(SOURCE / CH03 / f"{CH03}.ipynb", subs / "renamed" / f"{CH03} (1).ipynb")
+    for student in attacks.CH09_ATTACKS:
+        (subs / student / attacks.CH09).mkdir(parents=True)
+        nbformat.write(attacks.ch09_attack(SOURCE, student),
+                       subs / student / attacks.CH09 / f"{attacks.CH09}.ipynb")
     for name in NAMES:
         (subs / "cheat" / name).mkdir(parents=True)
         nbformat.write(attacks.cheat(SOURCE, name), subs / "cheat" / name / f"{name}.ipynb")
@@ -171,6 +175,22 @@ def test_a_call_that_answers_the_exercise_costs_it_and_says_so(graded, name):
     feedback = (graded["run"].feedback / "cheat" / f"{name}.md").read_text()
     assert f"ex{ex} uses {used}" in feedback
     assert graded["rows"]["solver", name]["notes"] == ""  # the honest solution: full marks, no note
+
+
+@pytest.mark.parametrize("student", sorted(attacks.CH09_ATTACKS))
+def test_ch09_counts_the_operators_run_in_the_sandbox(graded, student):
+    """Chapter 9's hidden tests count the operators the student's function runs (a copy of the
+    key/value heads, keys scored outside the window): they run in the sandbox, which records them
+    for the tests' counters. An answer that is right but copies the heads (five ways) or scores
+    every key and masks loses exactly that exercise, as in the notebook; so does one that hides its
+    operators from the count or looks for it. The model solution keeps full marks (above)."""
+    row = graded["rows"][student, attacks.CH09]
+    _, _, points, said = attacks.CH09_ATTACKS[student]
+    got = tuple(int(float(row[f"ex{k}"])) for k in range(1, len(points) + 1))
+    assert (row["status"], row["sandbox"], got) == ("graded", "yes", points), row["notes"]
+    ex = points.index(0) + 1
+    assert said in row["notes"] and row["notes"].startswith(f"ex{ex}"), row["notes"]
+    assert " | " not in row["notes"], row["notes"]  # that exercise's note only
 
 
 @pytest.mark.parametrize("student, where, why", [
@@ -336,8 +356,10 @@ def test_answers_fitted_to_the_self_checks_are_flagged_to_the_instructor_only(gr
     assert "hard-coded" not in feedback and "fitted" not in feedback
     pair = graded["run"].folder / "work" / "hard_coded" / CH03
     assert "hard-coded" not in (pair / "autograded" / f"{CH03}.ipynb").read_text()
-    # no honest submission is flagged
-    assert [s for (s, _), r in graded["rows"].items() if r["flags"]] == ["hard_coded"]
+    # no honest submission is flagged (chapter 9's copies pass every check of values, and their
+    # hidden test cell, one unit, fails on the count: they are flagged, rightly for a look)
+    assert [s for (s, _), r in graded["rows"].items() if r["flags"] and s not in attacks.CH09_ATTACKS] == \
+        ["hard_coded"]
 
 
 def test_one_fitted_exercise_is_flagged_whatever_the_others_did():
