@@ -100,6 +100,31 @@ def goals(results: dict, device: str = "cpu") -> dict:
     return out
 
 
+PARTS = {"attention": ("sdpa_kernels", "attention"), "training": ("training",)}
+
+
+def keep_rest(results: dict, earlier: dict, parts: set[str]) -> None:
+    """Copy into ``results`` the parts of an ``earlier`` run that this run did not measure
+    (``parts`` is what it did), and note in ``results["kept"]`` which run each came from."""
+    kept = dict(earlier.get("kept", {}))
+    when = f"{earlier['machine']['date_utc']} (`{earlier.get('command', 'python -m bench')}`)"
+    for part, keys in PARTS.items():
+        if part in parts:
+            kept.pop(part, None)
+            continue
+        for device, res in earlier.get("devices", {}).items():
+            for key in keys:
+                if key in res:
+                    results["devices"].setdefault(device, {})[key] = res[key]
+                    kept.setdefault(part, when)
+    for part in ("notebooks", "grading"):
+        if part not in parts and part in earlier:
+            results[part] = earlier[part]
+            kept.setdefault(part, when)
+    if kept:
+        results["kept"] = kept
+
+
 def write(results: dict, out_dir: Path) -> tuple[Path, Path]:
     """Write ``bench.json`` and ``bench.md`` into ``out_dir``; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -240,6 +265,10 @@ def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
             f"Written by {by} on {m['date_utc']} in {results.get('wall_seconds', 0):.0f} s. "
             "Machine-readable: [bench.json](bench.json). How to read it: "
             f"[docs/bench.md]({docs}).\n\n"]
+    if results.get("kept"):
+        text.append("This run measured only part of the benchmark; the rest is kept from earlier "
+                    "runs on the same machine: " + "; ".join(
+                        f"{part} from {when}" for part, when in results["kept"].items()) + ".\n\n")
     if results.get("quick"):
         text.append("A quick run (small sizes, short timings, no notebooks) checks that the "
                     "benchmark works on this machine; its numbers are not the book's "

@@ -348,3 +348,17 @@ def test_grading_class_is_made_for_every_assignment(tmp_path):
             stubbed = all("return torch.zeros(1)" in c.source for c in solutions)
             assert stubbed == (kind in ("wrong", "adversarial")), (student, name)
             assert ("torch.allclose = lambda" in solutions[0].source) == (kind == "adversarial")
+
+
+def test_keep_rest_takes_the_parts_not_run_from_the_earlier_run(tmp_path):
+    earlier = _fake_results(40.0, 1000.0, 1.05, 200.0)
+    earlier["machine"]["date_utc"] = "2026-01-01 00:00 UTC"
+    now = _fake_results(40.0, 1000.0, 1.05, 200.0)
+    del now["devices"]["cpu"]["training"], now["notebooks"]
+    now["devices"]["cpu"]["attention"]["rows"][1]["ratio_to_sdpa"] = 1.03  # measured anew
+    report.keep_rest(now, earlier, {"attention"})
+    assert now["devices"]["cpu"]["training"] == earlier["devices"]["cpu"]["training"]
+    assert now["devices"]["cpu"]["attention"]["rows"][1]["ratio_to_sdpa"] == 1.03
+    assert set(now["kept"]) == {"training", "notebooks"}
+    text = report.write(now, tmp_path)[1].read_text()
+    assert "training from 2026-01-01 00:00 UTC" in text and "notebooks from 2026-01-01" in text
