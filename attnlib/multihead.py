@@ -141,8 +141,9 @@ class MultiHeadAttention(AttentionModule):
 
         Self-attention (``queries``, ``keys`` and ``values`` one tensor) stacks the three
         weight matrices and makes one matrix product, as ``nn.MultiheadAttention`` does
-        (nanoGPT's ``c_attn`` too): one large product is cheaper than three small ones, and
-        ``W_q``, ``W_k``, ``W_v`` stay three layers to read and to load.
+        (nanoGPT's ``c_attn`` too): one call instead of three, each with its own overhead (a
+        kernel launch on a GPU), while ``W_q``, ``W_k``, ``W_v`` stay three layers to read and
+        to load.
         """
         h, kv = self.num_heads, self.num_kv_heads
         if queries is keys is values:
