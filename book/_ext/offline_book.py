@@ -131,6 +131,25 @@ class MarkChinese(SphinxTransform):
             parent.replace(text, [p for p in pieces if not isinstance(p, nodes.Text) or str(p)])
 
 
+class LazyImages(Transform):
+    """A chapter's figures load as they come near the screen (``loading="lazy"``), so the page's
+    load event, and MathJax, which starts at it, wait for no figure the reader has not reached.
+    An explorer's figure loads at once: its controls swap it as soon as they move."""
+
+    default_priority = 520
+
+    def apply(self, **kwargs) -> None:
+        for image in self.document.findall(nodes.image):
+            if str(image.get("uri", "")).startswith("data:"):
+                continue  # in the page already (the diagrams)
+            cell = next((a for a in _ancestors(image) if isinstance(a, nodes.container)
+                         and "cell" in a.get("classes", [])), None)
+            if cell is not None and any('class="explorer"' in r.astext()
+                                        for r in cell.findall(nodes.raw)):
+                continue
+            image["loading"] = "lazy"
+
+
 def _ancestors(node):
     while node is not None:
         yield node
@@ -168,4 +187,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _named_toc_toggles, priority=900)
     app.add_transform(UnwrapFiguresWithoutImage)
     app.add_transform(MarkChinese)
+    app.add_transform(LazyImages)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

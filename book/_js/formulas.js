@@ -70,10 +70,12 @@ document.addEventListener("focusin", (e) => {
     const s = scroller(box);
     if (s !== null) s.classList.toggle("formula-scrolls", wider(s));
   };
+  // A box is marked when the observer first sees it laid out, and again at each change of size:
+  // measuring every box at once would make the browser lay out the whole chapter, which it skips
+  // below the screen (_css/render.css).
   const start = () => {
-    const boxes = [...document.querySelectorAll(BOXES)];
     const observer = new ResizeObserver((entries) => entries.forEach((e) => mark(e.target)));
-    boxes.forEach((box) => { mark(box); observer.observe(box); });
+    document.querySelectorAll(BOXES).forEach((box) => observer.observe(box));
   };
   window.addEventListener("load", () => {
     const typeset = window.MathJax && MathJax.startup && MathJax.startup.promise;
