@@ -27,6 +27,20 @@
   };
 }
 
+/* MathJax itself starts once the page is interactive: book/_ext/offline_book.py leaves its tag
+ * unrun, and it is started here after DOMContentLoaded (the explorers are set up then). MathJax
+ * draws nothing before the load event, which waits for it. */
+{
+  const start = () => document.querySelectorAll('script[type="text/x-book-after-ready"]').forEach((tag) => {
+    const script = document.createElement("script");
+    script.src = tag.src;
+    tag.replaceWith(script);
+  });
+  // (started during DOMContentLoaded, so that the load event waits for it)
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+}
+
 /* A formula not yet drawn can take the keyboard focus (each formula is focusable); drawing it
  * replaces its <mjx-container>, which would drop the focus to the page. It moves to the drawn
  * formula. */
