@@ -655,15 +655,21 @@ def test_a_chapter_page_lays_out_loads_and_draws_only_what_is_near_the_screen(se
     """What makes a long chapter interactive soon (never a wall-clock time, which a busy machine
     changes): every section and cell is skippable (``content-visibility: auto``) and those far
     below the screen are not laid out at load, the chapter's figures there are not fetched before
-    the reader comes near them (``loading="lazy"``; an explorer's figure loads at once), and no
-    formula there is drawn (MathJax's ui/lazy)."""
+    the reader comes near them (``loading="lazy"``; an explorer's figure loads at once), no
+    formula there is drawn (MathJax's ui/lazy), and MathJax's script runs only after
+    DOMContentLoaded."""
     chapter = max((p for p in PAGES if p.startswith("notebooks/")),
                   key=lambda p: (SITE / f"{p}.html").stat().st_size)
     context = browser.new_context(viewport=viewport, device_scale_factor=1)
     try:
         page = context.new_page()
+        # MathJax's 2 MB script runs after DOMContentLoaded, not before (formulas.js starts it)
+        page.add_init_script("document.addEventListener('DOMContentLoaded', () => {"
+                             " window.mathjaxAtReady = Boolean(window.MathJax && MathJax.startup); },"
+                             " {capture: true})")
         page.goto(f"{server}/{chapter}.html", wait_until="load", timeout=60_000)
         page.evaluate("() => MathJax.startup.promise")
+        assert page.evaluate("window.mathjaxAtReady") is False, "MathJax ran before DOMContentLoaded"
         page.wait_for_timeout(500)  # a frame or two: what is near the screen is laid out
         got = page.evaluate(SPEED_JS)
         assert got["boxes"] > 20 and got["notSkippable"] == 0, got
