@@ -1,8 +1,8 @@
 /* The formulas on the site: how MathJax draws them, the keyboard focus on a formula drawn late,
  * and the mark on a formula that scrolls. */
 
-/* MathJax's configuration, read when tex-svg.js starts: that script is deferred, this one is not
- * and runs after the `window.MathJax = {...}` Sphinx writes (html_js_files come after it). A chapter
+/* MathJax's configuration, read when tex-svg.js starts (this file starts it, below). This script
+ * runs after the `window.MathJax = {...}` Sphinx writes (html_js_files come after it). A chapter
  * has up to about 230 formulas, and drawing them all was the largest task before the page became
  * interactive: MathJax's ui/lazy draws each one when it scrolls into view. Their TeX is
  * still read at once (ui/lazy would put that off too; it is the smaller part of the work), so that
