@@ -22,7 +22,7 @@ def _key_value(d: Diagram, cx: float, y: float, w: float = 36, h: float = 28) ->
     d.rect(cx - w / 2, y + h / 2, w, h / 2, fill=ROLES["value"][0], stroke=ROLES["value"][1], sw=1.2, rx=2)
 
 
-@diagram(720, 540)
+@diagram(720, 576)
 def ch04_bahdanau_step(d: Diagram) -> None:
     """One decoding step t of attnlib's Seq2SeqAttentionDecoder over a bidirectional
     Seq2SeqEncoder: the previous decoder state s_{t-1} queries every encoder output h_i with the
@@ -30,12 +30,14 @@ def ch04_bahdanau_step(d: Diagram) -> None:
     outputs into c_t; c_t and the embedding of y_{t-1} enter one GRU step from s_{t-1} to s_t."""
     q, k, v, o, st = ROLES["query"], ROLES["key"], ROLES["value"], ROLES["output"], ROLES["state"]
     cols = [70, 140, 210, 280, 350]
-    y_tok, y_enc, y_h, y_e, y_soft, y_w, y_sum = 506, 436, 380, 336, 296, 252, 200
-    # the encoder: each token read by a GRU left to right and one right to left
-    d.rect(30, y_enc - 12, 390, 66, fill="#f7f7f7", stroke="#8c8c8c", sw=1.1, rx=6, dash="4 3")
+    y_tok, y_emb, y_enc, y_h, y_e, y_soft, y_w, y_sum = 542, 494, 436, 380, 336, 296, 252, 200
+    # the encoder: each token embedded, then read by a GRU left to right and one right to left
+    d.rect(30, y_enc - 12, 390, 106, fill="#f7f7f7", stroke="#8c8c8c", sw=1.1, rx=6, dash="4 3")
+    d.box(cols[0] - 26, y_emb, cols[-1] - cols[0] + 52, 22, "module", code="embedding", size=10)
     for x, tok in zip(cols, SOURCE, strict=True):
         _token(d, x, y_tok, tok)
-        d.arrow((x, y_tok), (x, y_enc + 44), color=LINE)
+        d.arrow((x, y_tok), (x, y_emb + 22), color=LINE)
+        d.arrow((x, y_emb), (x, y_enc + 44), color=LINE)
         d.rect(x - 26, y_enc, 52, 44, fill=ROLES["module"][0], stroke=ROLES["module"][1], sw=1.2, rx=4)
         d.code(x, y_enc + 17, "GRU →", 10)
         d.code(x, y_enc + 36, "GRU ←", 10)

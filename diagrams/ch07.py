@@ -109,68 +109,65 @@ def ch07_transformer(d: Diagram) -> None:
     d.label(ecx, 92, "(AddNorm after every sublayer)", 11, fill=MUTED)
 
 
-def _ln_row(d: Diagram, y: float, title: str, code: str, order: list[str], formula: str) -> None:
+def _ln_stack(d: Diagram, y: float, title: str, code: str, pre: bool, formula: str) -> None:
+    """One row: an encoder block's two sublayers (``attention``, ``ffn``), each inside its
+    AddNorm, and for pre-LN the encoder's final ``ln``; the residual of each AddNorm runs below."""
     d.label(24, y - 22, title, 13, anchor="start", weight="bold")
     d.code(696, y - 22, code, 11, anchor="end", fill=MUTED)
     d.math(34, y + 20, r"\mathbf{X}", 14)
-    x = 64
-    d.polyline([(46, y + 15), (x, y + 15)], stroke=LINE, sw=1.4)
-    boxes = {}
-    for item in order:
-        if item == "+":
-            d.arrow((x, y + 15), (x + 14, y + 15), color=LINE)
-            d.op(x + 25, y + 15, "+", r=10, size=14)
-            boxes["+"] = x + 25
-            x += 36
-        else:
-            d.arrow((x, y + 15), (x + 20, y + 15), color=LINE)
-            width = 120 if item == "sublayer" else 96
-            d.box(
-                x + 20,
-                y,
-                width,
-                30,
-                "module",
-                title=item if item == "sublayer" else None,
-                code=None if item == "sublayer" else "LayerNorm",
-                size=12,
-            )
-            x += 20 + width
-    d.arrow((x, y + 15), (x + 26, y + 15), color=LINE)
-    d.label(x + 32, y + 20, "output", 12, anchor="start")
-    # the residual: from X round to the addition
-    d.polyline([(54, y + 15), (54, y + 48), (boxes["+"], y + 48)], stroke=LINE, sw=1.3)
-    d.arrow((boxes["+"], y + 48), (boxes["+"], y + 26), color=LINE, sw=1.3, head=6)
-    sub = d._("sublayer")  # the word the box shows, in the formula too
-    d.math(460, y + 74, formula.replace(r"\mathrm{sublayer}", rf"\mathrm{{{sub}}}"), 14)
+    mid, low = y + 15, y + 48  # the main line; the residual's line
+    x = 54
+    d.polyline([(46, mid), (x, mid)], stroke=LINE, sw=1.4)
+    units = (["LayerNorm", "attention", "+"], ["LayerNorm", "ffn", "+"]) if pre else (
+        ["attention", "+", "LayerNorm"], ["ffn", "+", "LayerNorm"])
+    first = x
+    for unit in units:
+        start = x  # the AddNorm's input, where its residual leaves the main line
+        for item in unit:
+            if item == "+":
+                d.arrow((x, mid), (x + 12, mid), color=LINE)
+                d.op(x + 22, mid, "+", r=10, size=14)
+                plus = x + 22
+                x += 32
+            else:
+                d.arrow((x, mid), (x + 14, mid), color=LINE)
+                d.box(x + 14, y, 80, 30, "module", code=item, size=11)
+                x += 94
+        d.polyline([(start + 4, mid), (start + 4, low), (plus, low)], stroke=LINE, sw=1.3)
+        d.arrow((plus, low), (plus, mid + 11), color=LINE, sw=1.3, head=6)
+        x += 6
+        d.polyline([(x - 6, mid), (x, mid)], stroke=LINE, sw=1.4)
+    block_end = x - 6
+    d.brace(first + 4, y + 58, block_end, y + 58, depth=-6)
+    d.code((first + block_end) / 2, y + 72, "TransformerEncoderBlock", 10, fill=MUTED)
+    if pre:  # the encoder's last LayerNorm, once after the last block
+        d.arrow((x, mid), (x + 14, mid), color=LINE)
+        d.box(x + 14, y, 80, 30, "module", code="LayerNorm", size=11)
+        d.code(x + 14, y + 46, "TransformerEncoder.ln", 10, anchor="start", fill=MUTED)
+        x += 94
+    d.arrow((x, mid), (x + 22, mid), color=LINE)
+    d.label(x + 28, y + 20, "output", 12, anchor="start")
+    sub = d._("sublayer")  # the word of the formula
+    d.math(360, y + 98, formula.replace(r"\mathrm{sublayer}", rf"\mathrm{{{sub}}}"), 13)
 
 
-@diagram(720, 300)
+@diagram(720, 362)
 def ch07_post_pre_ln(d: Diagram) -> None:
-    """Where the LayerNorm sits: after the residual addition (post-LN, the original) or before
-    the sublayer, with the residual path left untouched (pre-LN)."""
-    _ln_row(
-        d,
-        44,
-        "post-LN (the original Transformer)",
-        "AddNorm(pre_norm=False)",
-        ["sublayer", "+", "LayerNorm"],
-        r"\mathrm{LayerNorm}(\mathbf{X} + \mathrm{sublayer}(\mathbf{X}))",
-    )
-    _ln_row(
-        d,
-        178,
-        "pre-LN",
-        "AddNorm(pre_norm=True)",
-        ["LayerNorm", "sublayer", "+"],
-        r"\mathbf{X} + \mathrm{sublayer}(\mathrm{LayerNorm}(\mathbf{X}))",
-    )
+    """Where the LayerNorm sits, over an encoder block's two sublayers: after each residual
+    addition (post-LN, the original), or before each sublayer with the residual path left
+    untouched and one LayerNorm after the last block (pre-LN, TransformerEncoder.ln)."""
+    _ln_stack(d, 50, "post-LN (the original Transformer)", "AddNorm(pre_norm=False)", False,
+              r"\mathbf{X} \leftarrow \mathrm{LayerNorm}(\mathbf{X} + \mathrm{sublayer}(\mathbf{X}))")
+    _ln_stack(d, 210, "pre-LN", "AddNorm(pre_norm=True)", True,
+              r"\mathbf{X} \leftarrow \mathbf{X} + \mathrm{sublayer}(\mathrm{LayerNorm}(\mathbf{X}))")
     d.label(
         360,
-        290,
-        "pre-LN keeps a clean residual path from input to output, and ends the stack with one more LayerNorm",
+        332,
+        "pre-LN: from X to the last LayerNorm the residual path passes only through additions; "
+        "post-LN normalises it after every sublayer",
         11,
         fill=MUTED,
+        width=660,
     )
 
 

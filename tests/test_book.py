@@ -455,15 +455,20 @@ def open_page(
             page_errors = list(errors)
             # The theme eases colours in over 0.15 s (CSS transitions): axe must read the colours
             # the page settles on, not a frame of the fade, which a busy machine can stretch out.
+            # Every section laid out (_css/render.css lays out only those near the screen), so
+            # that axe and the reflow check below see the whole page as a reader scrolling does.
             page.add_style_tag(content="*, *::before, *::after { transition: none !important; "
-                                       "animation: none !important; }")
+                                       "animation: none !important; content-visibility: visible "
+                                       "!important; }")
             page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
             page.add_script_tag(path=str(axe))
             report["axe"] = page.evaluate(AXE_JS, AXE_TAGS)
         shots = {"": page.screenshot()}
         if page.evaluate(SCROLL_TO_WIDGET_JS):
             shots["__widget"] = page.screenshot()
-        # Reflow (WCAG 1.4.10): how wide the page is on a 320 px screen (or at 400 % zoom).
+        # Reflow (WCAG 1.4.10): how wide the page is on a 320 px screen (or at 400 % zoom), every
+        # section laid out (a section off screen is not, and would clip what is too wide).
+        page.add_style_tag(content="* { content-visibility: visible !important; }")
         page.set_viewport_size({"width": REFLOW_WIDTH, "height": 800})
         report["reflowWidth"] = page.evaluate(
             "new Promise(r => requestAnimationFrame(() => r(document.documentElement.scrollWidth)))"
@@ -614,6 +619,105 @@ def test_formulas_are_drawn_as_they_scroll_into_view(server, browser):
         page.wait_for_function("""(c) => c.querySelector('svg').getBoundingClientRect().width
             > c.clientWidth + 1 && c.classList.contains('formula-scrolls')""",
                                arg=last.element_handle(), timeout=10_000)
+    finally:
+        context.close()
+
+
+# What a chapter page does before it is interactive, and what it leaves for later (docs/book.md,
+# "Speed"), read in the page once it has loaded.
+SPEED_JS = r"""() => {
+  const article = document.querySelector('article.bd-article');
+  const boxes = [...article.querySelectorAll('section > section, section > div.cell')];
+  const below = boxes.filter(b => b.getBoundingClientRect().top > 3 * innerHeight);
+  // A box skipped is drawn as an empty box of its estimated size: what it holds is not laid out.
+  const laidOut = (b) => b.firstElementChild.checkVisibility({contentVisibilityAuto: true});
+  const figures = [...article.querySelectorAll('img')].filter(img =>
+    !img.src.startsWith('data:') && !img.closest('.cell')?.querySelector('.explorer'));
+  const fetched = new Set(performance.getEntriesByType('resource').map(r => r.name));
+  return {
+    boxes: boxes.length,
+    notSkippable: boxes.filter(b => getComputedStyle(b).contentVisibility !== 'auto').length,
+    below: below.length,
+    laidOutBelow: below.filter(laidOut).length,
+    firstShown: boxes.length > 0 && laidOut(boxes[0]),
+    figures: figures.length,
+    eagerFigures: figures.filter(img => img.loading !== 'lazy').map(img => img.src),
+    figuresBelowFetched: figures.filter(img => img.getBoundingClientRect().top > 4 * innerHeight
+                                        && fetched.has(img.src)).map(img => img.src),
+    drawnBelow: [...article.querySelectorAll('div.math')].filter(m =>
+      m.getBoundingClientRect().top > 3 * innerHeight && m.querySelector('svg')).length,
+  };
+}"""
+
+
+@pytest.mark.parametrize("viewport", [PHONE, {"width": 1280, "height": 900}], ids=["phone", "desktop"])
+def test_a_chapter_page_lays_out_loads_and_draws_only_what_is_near_the_screen(server, browser, viewport):
+    """What makes a long chapter interactive soon (never a wall-clock time, which a busy machine
+    changes): every section and cell is skippable (``content-visibility: auto``) and those far
+    below the screen are not laid out at load, the chapter's figures there are not fetched before
+    the reader comes near them (``loading="lazy"``; an explorer's figure loads at once), no
+    formula there is drawn (MathJax's ui/lazy), and MathJax's script runs only after
+    DOMContentLoaded."""
+    chapter = max((p for p in PAGES if p.startswith("notebooks/")),
+                  key=lambda p: (SITE / f"{p}.html").stat().st_size)
+    context = browser.new_context(viewport=viewport, device_scale_factor=1)
+    try:
+        page = context.new_page()
+        # MathJax's 2 MB script runs after DOMContentLoaded, not before (formulas.js starts it)
+        page.add_init_script("document.addEventListener('DOMContentLoaded', () => {"
+                             " window.mathjaxAtReady = Boolean(window.MathJax && MathJax.startup); },"
+                             " {capture: true})")
+        page.goto(f"{server}/{chapter}.html", wait_until="load", timeout=60_000)
+        page.evaluate("() => MathJax.startup.promise")
+        assert page.evaluate("window.mathjaxAtReady") is False, "MathJax ran before DOMContentLoaded"
+        page.wait_for_timeout(500)  # a frame or two: what is near the screen is laid out
+        got = page.evaluate(SPEED_JS)
+        assert got["boxes"] > 20 and got["notSkippable"] == 0, got
+        assert got["firstShown"], got
+        assert got["below"] > 10 and got["laidOutBelow"] == 0, got
+        assert got["figures"] > 3 and not got["eagerFigures"], got
+        assert not got["figuresBelowFetched"], got
+        assert got["drawnBelow"] == 0, got
+    finally:
+        context.close()
+
+
+# The excerpts under a search's results (Sphinx's search page, its ``.context`` paragraphs).
+SUMMARIES_JS = "() => [...document.querySelectorAll('#search-results li p.context')].map(p => p.textContent)"
+# What an excerpt must not show: TeX, the page's header and footer, code.
+NOT_PROSE = re.compile(r"\\[A-Za-z]+|\\[()\[\]]|\$|\.ipynb|\b(previous|next)\s+\d+\.|>>>|import "
+                       r"|上一页|下一页")
+
+
+def search_excerpts(tab, url: str) -> list[str]:
+    tab.goto(url, wait_until="load")
+    tab.wait_for_function("document.querySelector('#search-results .search-summary')?.textContent",
+                          timeout=60_000)
+    tab.wait_for_function(f"({SUMMARIES_JS})().length >= 3", timeout=30_000)
+    tab.wait_for_timeout(1000)  # the last pages' excerpts
+    return tab.evaluate(SUMMARIES_JS)
+
+
+def test_search_excerpts_are_the_pages_prose(server, browser):
+    """A result's excerpt is read from the article's prose: no formula's TeX (an inline formula
+    reads as plain symbols), no header or footer of the page (download menu, previous/next), no
+    code."""
+    context = browser.new_context(viewport=PHONE)
+    try:
+        tab = context.new_page()
+        excerpts = search_excerpts(tab, f"{server}/search.html?q=softmax")
+        assert len(excerpts) >= 5, excerpts
+        assert not [e for e in excerpts if NOT_PROSE.search(e)], excerpts
+        assert any("softmax" in e.lower() for e in excerpts), excerpts
+        # the formulas of a sentence read as symbols
+        plain = tab.evaluate(r"""() => window.bookExcerptText(
+          '<main role="main"><article class="bd-article"><p class="language-switch">中文</p>'
+          + '<h1>Title<a class="headerlink">#</a></h1><p>Keys <span class="math notranslate nohighlight">'
+          + '\\(\\mathbf{x}_1, \\ldots, \\mathbf{x}_n \\in \\mathbb{R}^d\\)</span> and '
+          + '<span class="math">\\(\\mathbf{q}^\\top \\mathbf{k} / \\sqrt{d}\\)</span>.</p>'
+          + '<div class="math">\\[x\\]</div><div class="cell"><div class="cell_input">import torch'
+          + '</div></div></article><footer>previous 4. Bahdanau</footer></main>')""")
+        assert plain == "Title Keys x_1, …, x_n ∈ R^d and qᵀ k / √d.", plain
     finally:
         context.close()
 

@@ -26,6 +26,7 @@ import pytest
 from bs4 import BeautifulSoup
 from test_book import (  # noqa: F401 (axe, browser: fixtures)
     EXPLORER_CHAPTERS,
+    NOT_PROSE,
     PAGES,
     PHONE,
     SHOTS,
@@ -37,6 +38,7 @@ from test_book import (  # noqa: F401 (axe, browser: fixtures)
     check_explorers,
     explorer_states,
     open_page,
+    search_excerpts,
 )
 
 from book._ext.chinese_interface import THEME_HARDCODED
@@ -170,6 +172,19 @@ def test_chinese_search_finds_compound_terms_typed_without_spaces(server, sites,
         tab.wait_for_timeout(500)
         assert tab.locator(".search-file-note").count() == 1
         assert not errors, errors
+    finally:
+        context.close()
+
+
+def test_chinese_search_excerpts_are_the_pages_prose(server, browser):  # noqa: F811
+    """The Chinese site's excerpts are its pages' prose too: no TeX, no 上一页/下一页, no code."""
+    context = browser.new_context(viewport=PHONE)
+    try:
+        tab = context.new_page()
+        excerpts = search_excerpts(tab, f"{server}/zh/search.html?q=缩放点积注意力")
+        assert len(excerpts) >= 3, excerpts
+        assert not [e for e in excerpts if NOT_PROSE.search(e)], excerpts
+        assert sum(bool(re.search(r"[\u3400-\u9fff]{8}", e)) for e in excerpts) >= 3, excerpts
     finally:
         context.close()
 

@@ -49,6 +49,24 @@ def _offline_assets(app: Sphinx, pagename: str, templatename: str, context: dict
         context[key] = assets
 
 
+# MathJax (2 MB of script) is loaded after DOMContentLoaded (_js/formulas.js starts it): deferred,
+# as Sphinx writes it, it ran before the page became interactive, though MathJax draws nothing
+# before the load event. Its tag stays in the page, not run (a type no browser runs), for
+# formulas.js to start; without JavaScript nothing changes (no formula is drawn either way).
+MATHJAX_LATER = "text/x-book-after-ready"
+
+
+def _mathjax_after_ready(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    from sphinx.builders.html._assets import _JavaScript
+
+    files = context.get("script_files", [])
+    for i, asset in enumerate(files):
+        if isinstance(asset, _JavaScript) and str(asset.filename).endswith(app.config.mathjax_path):
+            attributes = {k: v for k, v in asset.attributes.items() if k not in ("defer", "async")}
+            files[i] = _JavaScript(asset.filename, priority=asset.priority, **attributes,
+                                   type=MATHJAX_LATER)
+
+
 def name_toc_toggles(html: str) -> str:
     """Give each nameless sidebar ``<summary>`` a visually hidden text naming what it opens."""
     soup = BeautifulSoup(html, "html.parser")
@@ -131,6 +149,25 @@ class MarkChinese(SphinxTransform):
             parent.replace(text, [p for p in pieces if not isinstance(p, nodes.Text) or str(p)])
 
 
+class LazyImages(Transform):
+    """A chapter's figures load as they come near the screen (``loading="lazy"``), so the page's
+    load event, and MathJax, which starts at it, wait for no figure the reader has not reached.
+    An explorer's figure loads at once: its controls swap it as soon as they move."""
+
+    default_priority = 520
+
+    def apply(self, **kwargs) -> None:
+        for image in self.document.findall(nodes.image):
+            if str(image.get("uri", "")).startswith("data:"):
+                continue  # in the page already (the diagrams)
+            cell = next((a for a in _ancestors(image) if isinstance(a, nodes.container)
+                         and "cell" in a.get("classes", [])), None)
+            if cell is not None and any('class="explorer"' in r.astext()
+                                        for r in cell.findall(nodes.raw)):
+                continue
+            image["loading"] = "lazy"
+
+
 def _ancestors(node):
     while node is not None:
         yield node
@@ -166,6 +203,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", _site_words)
     app.connect("html-page-context", _offline_assets, priority=900)
     app.connect("html-page-context", _named_toc_toggles, priority=900)
+    app.connect("html-page-context", _mathjax_after_ready, priority=900)
     app.add_transform(UnwrapFiguresWithoutImage)
     app.add_transform(MarkChinese)
+    app.add_transform(LazyImages)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

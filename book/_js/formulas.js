@@ -1,8 +1,8 @@
 /* The formulas on the site: how MathJax draws them, the keyboard focus on a formula drawn late,
  * and the mark on a formula that scrolls. */
 
-/* MathJax's configuration, read when tex-svg.js starts: that script is deferred, this one is not
- * and runs after the `window.MathJax = {...}` Sphinx writes (html_js_files come after it). A chapter
+/* MathJax's configuration, read when tex-svg.js starts (this file starts it, below). This script
+ * runs after the `window.MathJax = {...}` Sphinx writes (html_js_files come after it). A chapter
  * has up to about 230 formulas, and drawing them all was the largest task before the page became
  * interactive: MathJax's ui/lazy draws each one when it scrolls into view. Their TeX is
  * still read at once (ui/lazy would put that off too; it is the smaller part of the work), so that
@@ -25,6 +25,20 @@
       readTexNow: [11, (doc) => { for (const math of doc.math) readNow(math); }, readNow],
     },
   };
+}
+
+/* MathJax itself starts once the page is interactive: book/_ext/offline_book.py leaves its tag
+ * unrun, and it is started here after DOMContentLoaded (the explorers are set up then). MathJax
+ * draws nothing before the load event, which waits for it. */
+{
+  const start = () => document.querySelectorAll('script[type="text/x-book-after-ready"]').forEach((tag) => {
+    const script = document.createElement("script");
+    script.src = tag.src;
+    tag.replaceWith(script);
+  });
+  // (started during DOMContentLoaded, so that the load event waits for it)
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
 }
 
 /* A formula not yet drawn can take the keyboard focus (each formula is focusable); drawing it
@@ -70,10 +84,12 @@ document.addEventListener("focusin", (e) => {
     const s = scroller(box);
     if (s !== null) s.classList.toggle("formula-scrolls", wider(s));
   };
+  // A box is marked when the observer first sees it laid out, and again at each change of size:
+  // measuring every box at once would make the browser lay out the whole chapter, which it skips
+  // below the screen (_css/render.css).
   const start = () => {
-    const boxes = [...document.querySelectorAll(BOXES)];
     const observer = new ResizeObserver((entries) => entries.forEach((e) => mark(e.target)));
-    boxes.forEach((box) => { mark(box); observer.observe(box); });
+    document.querySelectorAll(BOXES).forEach((box) => observer.observe(box));
   };
   window.addEventListener("load", () => {
     const typeset = window.MathJax && MathJax.startup && MathJax.startup.promise;

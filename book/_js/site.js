@@ -38,6 +38,54 @@
   }
   window.splitQuery = (query) => defaultSplit(query).flatMap((word) => segment(word, indexed()));
 
+  // A result's excerpt is read from the page's text (Sphinx's Search.htmlToText, on the page it
+  // fetched, where MathJax has not run): that text held the page's header and footer (the download
+  // menu, the page's contents for print, "Previous"/"Next"), the code cells and every formula's
+  // TeX. The excerpt is read from the article's prose only, with each inline formula as plain
+  // symbols ("x_1, …, x_n ∈ R^d") and each display formula left out.
+  const SYMBOLS = {
+    alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", theta: "θ", lambda: "λ",
+    mu: "μ", xi: "ξ", pi: "π", sigma: "σ", tau: "τ", phi: "φ", omega: "ω", Theta: "Θ",
+    Sigma: "Σ", ell: "ℓ", in: "∈", times: "×", cdot: "·", ldots: "…", dots: "…", cdots: "⋯",
+    vdots: "⋮", le: "≤", leq: "≤", ge: "≥", geq: "≥", ne: "≠", neq: "≠", approx: "≈",
+    infty: "∞", to: "→", rightarrow: "→", leftarrow: "←", sum: "∑", partial: "∂", top: "ᵀ",
+    sqrt: "√", pm: "±", prod: "∏", propto: "∝", odot: "⊙", otimes: "⊗", circ: "∘", sim: "∼",
+    lceil: "⌈", rceil: "⌉", lfloor: "⌊", rfloor: "⌋", langle: "⟨", rangle: "⟩", mid: "∣",
+    nabla: "∇", setminus: "∖", varepsilon: "ε", imath: "i", lvert: "|", rvert: "|",
+  };
+  const plainFormula = (tex) => tex
+    .replace(/^\s*\\\(|\\\)\s*$/g, "")
+    .replace(/\\[tdc]?frac\{([^{}]*)\}\{([^{}]*)\}/g, "$1/$2")
+    .replace(/\^\{?\\top\}?/g, "ᵀ")
+    .replace(/\\([a-zA-Z]+)/g, (m, name) => (name in SYMBOLS ? SYMBOLS[name]
+      : /^(math[a-z]+|text[a-z]*|operatorname|boldsymbol|big[lr]?|Big[lr]?|left|right|bar|hat|tilde|overleftarrow)$/.test(name) ? ""
+        : name))
+    .replace(/\\[,;:! ]/g, " ")
+    .replace(/\\([{}_%#&$])/g, "$1")
+    .replace(/[{}]/g, "")
+    .replace(/\s+/g, " ")
+    .trim();
+  const EXCERPT_LEAVES_OUT = [".headerlink", "script", "style", ".language-switch", "div.math",
+    ".cell_input", ".cell_output", ".explorer", "figure", "table", ".toctree-wrapper"];
+  function excerptText(html, anchor) {
+    const page = new DOMParser().parseFromString(html, "text/html");
+    const article = page.querySelector("article.bd-article") || page.querySelector('[role="main"]');
+    if (!article) return "";
+    article.querySelectorAll(EXCERPT_LEAVES_OUT.join(", ")).forEach((e) => e.remove());
+    article.querySelectorAll("span.math").forEach((e) => e.replaceWith(plainFormula(e.textContent)));
+    // block elements end with a space, so that a heading and the paragraph after it do not run
+    // together ("Summary" + "A head..." as "SummaryA head...")
+    article.querySelectorAll("h1, h2, h3, h4, h5, h6, p, li, dt, dd").forEach((e) => e.append(" "));
+    let part = null;
+    try { part = anchor ? article.querySelector(anchor) : null; } catch (e) { /* not a selector */ }
+    return (part || article).textContent.replace(/\s+/g, " ").trim();
+  }
+  const patchSearch = () => {
+    if (typeof Search !== "undefined") Search.htmlToText = excerptText; // eslint-disable-line no-undef
+  };
+  patchSearch();
+  window.bookExcerptText = excerptText; // for the site's browser test
+
   // A page opened from disk (file://) may not read the other pages (the browser's rule): the
   // results are listed without their excerpts, and the page says why.
   // (documentation_options.js declares it with const: a global name, not a property of window)
@@ -49,6 +97,7 @@
     ? document.addEventListener("DOMContentLoaded", fn) : fn());
 
   ready(() => {
+    patchSearch(); // searchtools.js may come after this script
     const results = document.getElementById("search-results");
     if (results && location.protocol === "file:") {
       const note = document.createElement("p");
