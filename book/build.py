@@ -332,7 +332,7 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--deps-only",
         action="store_true",
-        help="only fetch and cache MathJax and onnxruntime-web (for the site) and axe-core (for its browser test)",
+        help="only fetch and cache MathJax and onnxruntime-web (the site) and axe-core (its browser test)",
     )
     parser.add_argument("--force", action="store_true", help="rebuild every page")
     parser.add_argument("--lang", choices=["en", "zh"], default="en",

@@ -103,7 +103,7 @@ def book_messages() -> list[tuple[str, str]]:
           for label in explorer_control_labels()],
         *[(word, "the live translation box of chapter 7 (book/live.py): its note, labels, status "
                  "and messages; keep {n}, {ms}, {why}, {words}, {max}, {src}, {out}, {kind}, "
-                 "{layer}, {head}, {query}, {key}, {value} and <unk>, <eos>")
+                 "{layer}, {head}, {query}, {key}, {w} and <unk>, <eos>")
           for word in LIVE_WORDS.values()],
         *[(label, "the name of a heatmap's axis or colour bar in a chapter's interactive figure, "
                   "said by the readout of the cell under the pointer")

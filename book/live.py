@@ -193,20 +193,31 @@ def _script(variable: str, payload: dict) -> str:
             + json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + ";\n")
 
 
+#: The live translation models: chapter 7's Transformer (post-LN, as in the paper) and the pre-LN
+#: variant the chapter compares it with, both shipped (``attnlib.presets.PRETRAINED``).
+MODELS = ("transformer", "transformer_pre_ln")
+
+
+def wanted() -> dict:
+    """The recipe of every export and of the runtime: what ``build/live/recipe.json`` must hold."""
+    return {**{name: recipe(name) for name in MODELS}, "ort": ORT_INTEGRITY}
+
+
 def build(out: Path = OUT, force: bool = False) -> Path:
     """Export the live models and lay out the runtime in ``out`` (the site's ``_static/live/``),
     unless ``out`` already holds them for the same recipe. Returns ``out``."""
     stamp = out / "recipe.json"
-    want = {"transformer": recipe("transformer"), "ort": ORT_INTEGRITY}
+    want = wanted()
     if not force and stamp.exists() and json.loads(stamp.read_text()) == want:
         return out
     out.mkdir(parents=True, exist_ok=True)
-    onnx_path = out / "transformer.onnx"
-    meta = export_translation(onnx_path)
-    model = onnx_path.read_bytes()
-    onnx_path.unlink()  # the page loads the script below; the .onnx stays out of the site
-    (out / "transformer.js").write_text(
-        _script("transformer", {**meta, "onnx": _b64gz(model), "recipe": want["transformer"]}))
+    for name in MODELS:
+        onnx_path = out / f"{name}.onnx"
+        meta = export_translation(onnx_path, name)
+        model = onnx_path.read_bytes()
+        onnx_path.unlink()  # the page loads the script below; the .onnx stays out of the site
+        (out / f"{name}.js").write_text(
+            _script(name, {**meta, "onnx": _b64gz(model), "recipe": want[name]}))
     ort = fetch_ort()
     (out / "ort.wasm.min.js").write_bytes((ort / "ort.wasm.min.js").read_bytes())
     (out / "ort-runtime.js").write_text(_script("runtime", {
@@ -220,8 +231,7 @@ def build(out: Path = OUT, force: bool = False) -> Path:
 def is_fresh(out: Path = OUT) -> bool:
     """Does ``out`` hold the exports of the current recipe?"""
     stamp = out / "recipe.json"
-    return stamp.exists() and json.loads(stamp.read_text()) == {
-        "transformer": recipe("transformer"), "ort": ORT_INTEGRITY}
+    return stamp.exists() and json.loads(stamp.read_text()) == wanted()
 
 
 # --------------------------------------------------------------------------- the page
@@ -229,12 +239,16 @@ def is_fresh(out: Path = OUT) -> bool:
 # in by live.js; keep them.
 LIVE_WORDS = {
     "note": "Type an English sentence: the chapter's Transformer, the very weights above, translates "
-            "it in your browser (ONNX Runtime Web, nothing leaves the page) and shows its attention.",
+            "it in your browser (ONNX Runtime Web, nothing leaves the page) and shows its attention. "
+            "Switch to the pre-LN variant to see how the other model reads the same sentence.",
     "label": "English sentence",
     "button": "Translate",
     "hint": "The sentence is lower-cased and split into words as the book's data is; a word the "
             "model never saw in training becomes <unk>. It knows {n} English words, in short "
             "sentences like the ones above.",
+    "model": "model",
+    "transformer": "post-LN, as in the paper (the chapter's model)",
+    "transformer_pre_ln": "pre-LN (the chapter's comparison)",
     "layer": "layer",
     "head": "head",
     "attention": "attention",
@@ -258,7 +272,7 @@ LIVE_WORDS = {
     "nonlatin": "The model was trained on English only: words in other scripts are unknown to it.",
     "output": "{src} → {out}",
     "unfinished": "(stopped at the model's length limit before <eos>)",
-    "readout": "query {query}, key {key}: weight {value}",
+    "readout": "query {query}, key {key}: weight {w}",
     "pointer": "Point at a cell, or focus the figure and use the arrow keys, to read its weight.",
     "figure": "Attention weights of the sentence you typed",
 }
@@ -298,6 +312,7 @@ def box(say=str, static: str = "../_static/", vocab_size: int | None = None) -> 
         f'<p class="live-input-note" aria-live="polite"></p>'
         f'<p class="live-status" role="status">{e["idle"]}</p>'
         f'<p class="live-output" aria-live="polite"></p>'
+        + select("model", [(name, w[name]) for name in MODELS])
         + select("layer", [(i, i + 1) for i in range(layers)], layers - 1)
         + select("head", [(i, i + 1) for i in range(heads)])
         + select("attention", [(k, w[k]) for k in ("cross", "enc_self", "dec_self")])

@@ -7,7 +7,8 @@
  * opened from file:// can load, where it could fetch no file and import no module. */
 (function () {
   "use strict";
-  var loading = null; // the promise of {ort, session, meta}, once started
+  var runtime = null; // the promise of ONNX Runtime Web, once started
+  var models = {}; // model name -> the promise of {ort, session, meta}, once started
 
   function words(box) {
     return JSON.parse(box.querySelector("script.live-words").textContent);
@@ -31,26 +32,37 @@
     return new Response(stream).arrayBuffer().then(function (buf) { return new Uint8Array(buf); });
   }
 
-  function load(base) {
-    if (loading) return loading;
-    loading = Promise.all([script(base + "ort.wasm.min.js"), script(base + "ort-runtime.js"),
-                           script(base + "transformer.js")]).then(function () {
-      var rt = window.ATTN_LIVE.runtime, meta = window.ATTN_LIVE.transformer;
-      return Promise.all([gunzip(rt.wasm), gunzip(meta.onnx)]).then(function (parts) {
+  function loadRuntime(base) {
+    if (runtime) return runtime;
+    runtime = Promise.all([script(base + "ort.wasm.min.js"), script(base + "ort-runtime.js")]).then(function () {
+      var rt = window.ATTN_LIVE.runtime;
+      return gunzip(rt.wasm).then(function (wasm) {
         var ort = window.ort;
         ort.env.wasm.numThreads = 1; // no cross-origin isolation on file:// or a plain server
         ort.env.wasm.proxy = false;
-        ort.env.wasm.wasmBinary = parts[0];
+        ort.env.wasm.wasmBinary = wasm;
         ort.env.wasm.wasmPaths = {mjs: URL.createObjectURL(new Blob([rt.glue], {type: "text/javascript"}))};
-        return ort.InferenceSession.create(parts[1], {executionProviders: ["wasm"]}).then(function (session) {
-          meta.index = {};
-          meta.src_vocab.forEach(function (t, i) { meta.index[t] = i; });
-          return {ort: ort, session: session, meta: meta};
-        });
+        return ort;
       });
     });
-    loading.catch(function () { loading = null; }); // a later try starts again
-    return loading;
+    runtime.catch(function () { runtime = null; }); // a later try starts again
+    return runtime;
+  }
+
+  function load(base, name) {
+    if (models[name]) return models[name];
+    models[name] = Promise.all([loadRuntime(base), script(base + name + ".js")]).then(function (got) {
+      var ort = got[0], meta = window.ATTN_LIVE[name];
+      return gunzip(meta.onnx).then(function (bytes) {
+        return ort.InferenceSession.create(bytes, {executionProviders: ["wasm"]});
+      }).then(function (session) {
+        meta.index = {};
+        meta.src_vocab.forEach(function (t, i) { meta.index[t] = i; });
+        return {ort: ort, session: session, meta: meta, name: name};
+      });
+    });
+    models[name].catch(function () { delete models[name]; });
+    return models[name];
   }
 
   /* The book's data: lower case, a space before , . ! ? (d2l's preprocessing), split on spaces. */
@@ -159,7 +171,7 @@
       box.liveCell = [i, j];
       cursor.setAttribute("x", left + cell * j); cursor.setAttribute("y", top + cell * i);
       cursor.setAttribute("visibility", "visible");
-      readout.textContent = fmt(w.readout, {query: rowsL[i], key: colsL[j], value: m[i][j].toFixed(3)});
+      readout.textContent = fmt(w.readout, {query: rowsL[i], key: colsL[j], w: m[i][j].toFixed(3)});
     }
     svg.addEventListener("mousemove", function (e) {
       var t = e.target;
@@ -187,9 +199,10 @@
       form.querySelectorAll("input, button").forEach(function (el) { el.disabled = true; });
       return;
     }
+    var choice = box.querySelector("[data-live-control=model]");
     function start() {
       if (box.getAttribute("data-state") === "idle") state("loading", w.loading);
-      return load(base).then(function (model) {
+      return load(base, choice.value).then(function (model) {
         if (box.getAttribute("data-state") === "loading") state("ready", w.ready);
         return model;
       }, function (err) {
@@ -198,11 +211,16 @@
       });
     }
     input.addEventListener("focus", function () { start().catch(function () {}); }, {once: true});
-    box.querySelectorAll("select").forEach(function (s) { s.addEventListener("change", function () { draw(box, w); }); });
+    box.querySelectorAll("select").forEach(function (s) {
+      if (s !== choice) s.addEventListener("change", function () { draw(box, w); });
+    });
+    choice.addEventListener("change", function () { // the same sentence, through the other model
+      if (box.liveResult && input.value.trim()) form.requestSubmit();
+    });
     form.addEventListener("submit", function (e) {
       e.preventDefault();
       var text = input.value.trim(), tokens = tokenize(text), notes = [];
-      if (!tokens.length) { note.textContent = ""; state(box.liveResult ? "done" : "ready", w.empty); return; }
+      if (!tokens.length) { note.textContent = ""; state("done", w.empty); return; }
       var t0 = performance.now();
       state("loading", w.loading);
       start().then(function (model) {
@@ -216,7 +234,7 @@
         state("running", w.running);
         var t1 = performance.now();
         return translate(model, tokens).then(function (r) {
-          r.ms = performance.now() - t1; r.totalMs = performance.now() - t0;
+          r.ms = performance.now() - t1; r.totalMs = performance.now() - t0; r.model = model.name;
           box.liveResult = r;
           output.textContent = fmt(w.output, {src: r.srcTokens.slice(0, -1).join(" "), out: r.tokens.join(" ")}) +
             (r.finished ? "" : " " + w.unfinished);
