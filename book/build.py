@@ -236,6 +236,7 @@ def build(force: bool = False) -> Path:
     # Sphinx copies static files but never removes one: the explorers' images of states that no
     # longer exist would stay in the site.
     shutil.rmtree(SITE / "_static" / EXPLORER_DIR, ignore_errors=True)
+    shutil.rmtree(SITE / "_static" / live.LIVE_DIR, ignore_errors=True)  # likewise a model no longer live
     sphinx_build(STAGE, SITE, DOCTREES, fresh)
     prune(SITE)
     STAMP.write_text(digest)
