@@ -316,7 +316,7 @@ def box(say=str, static: str = "../_static/", vocab_size: int | None = None) -> 
         + select("layer", [(i, i + 1) for i in range(layers)], layers - 1)
         + select("head", [(i, i + 1) for i in range(heads)])
         + select("attention", [(k, w[k]) for k in ("cross", "enc_self", "dec_self")])
-        + f'<p class="live-maptitle"></p><div class="live-heat" tabindex="0" '
+        + f'<p class="live-maptitle"></p><div class="live-heat" role="group" tabindex="0" '
         f'aria-label="{e["figure"]}"></div>'
         f'<p class="live-readout" aria-live="polite"></p>'
         f'<noscript><p>{e["unsupported"]}</p></noscript>'
