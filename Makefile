@@ -37,6 +37,7 @@ help:
 	@echo "  make lab          set up (if needed) and start JupyterLab on notebooks/"
 	@echo "                    options: make lab LAB_ARGS=\"--port 8890 --no-browser\""
 	@echo "  make book         build the static website into build/book/ (open build/book/index.html)"
+	@echo "  make onnx         export the live models the site runs in the browser (build/live/; make book does it)"
 	@echo "  make diagrams     draw the diagrams (diagrams/) into SVG, both editions, and refresh the chapters' copies"
 	@echo "Chinese edition (中文版, docs/translating.md):"
 	@echo "  make lab LANG=zh  generate the Chinese notebooks into build/zh/notebooks/ and open them"
@@ -321,6 +322,13 @@ system-deps:  ## install the system packages the browser test needs (Debian/Ubun
 .PHONY: diagrams
 diagrams: install
 	$(BIN)/python scripts/render_diagrams.py
+
+# The live models of the website (book/live.py): chapter 7's shipped Transformer exported to ONNX,
+# with ONNX Runtime Web, into build/live/; again only when their recipe changed. The site build runs
+# it too; shipped weights of another recipe (attnlib's training code changed) stop it.
+.PHONY: onnx
+onnx: book-deps
+	$(BIN)/python -m book.live
 
 book: book-deps diagrams  ## build the static website into build/book/ and the Chinese one into build/book/zh/
 	$(BIN)/python -m book.build

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import diagrams  # a chapter's diagram cells become numbered figures (docs/diagrams.md)
-from book import BOOK, ROOT, i18n, interface
+from book import BOOK, ROOT, i18n, interface, live
 from book.chapters import chapter_assets, chapters, glossary_rows
 from book.figures import notebook_figure_problems
 from book.pages import (
@@ -119,6 +119,7 @@ def stage(target: Path = STAGE) -> None:
                 flush=True,
             )
         static_widgets(nb, save=save, chapter=path.stem)
+        live.insert(nb, path.stem)  # chapter 7 translates what the reader types (book/live.py)
         if diagrams.stage_notebook(nb, target / "notebooks", "en", _write):
             keep_nb.add("diagrams")
         _write(target / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
@@ -139,6 +140,11 @@ def stage(target: Path = STAGE) -> None:
     for folder, pattern in (("_ext", "*.py"), ("_css", "*.css"), ("_js", "*.js")):
         for f in (BOOK / folder).glob(pattern):
             _write(target / folder / f.name, f.read_bytes())
+    # The live models and ONNX Runtime Web (book/live.py: exported again when their recipe changed)
+    live_dir = target / "_explore" / live.LIVE_DIR  # _static/live/
+    for f in live.build().iterdir():
+        if f.suffix == ".js":
+            _write(live_dir / f.name, f.read_bytes())
     mathjax = target / "_vendor" / "mathjax"
     if (
         not (mathjax / ".complete").exists()
@@ -171,6 +177,7 @@ def inputs_digest() -> str:
         *chapters(),
         *chapter_assets(),
         *sorted(ROOT.glob("attnlib/*.py")),
+        *sorted(ROOT.glob("attnlib/pretrained/*.pt")),  # the live models' weights (book/live.py)
         *[ROOT / "docs" / f"{n}.md" for n in bench_docs()],
         *sorted(STATES.rglob("*.json")),  # the explorers' states (their images are named by hash)
     ]
@@ -229,6 +236,7 @@ def build(force: bool = False) -> Path:
     # Sphinx copies static files but never removes one: the explorers' images of states that no
     # longer exist would stay in the site.
     shutil.rmtree(SITE / "_static" / EXPLORER_DIR, ignore_errors=True)
+    shutil.rmtree(SITE / "_static" / live.LIVE_DIR, ignore_errors=True)  # likewise a model no longer live
     sphinx_build(STAGE, SITE, DOCTREES, fresh)
     prune(SITE)
     STAMP.write_text(digest)
@@ -268,6 +276,7 @@ def stage_zh() -> dict:
         nb = json.loads((i18n.NOTEBOOKS_ZH / path.name).read_text(encoding="utf-8"))
         static_widgets(nb, say, save=lambda name, data: None, static="../../_static/",
                        chapter=path.stem)
+        live.insert(nb, path.stem, say, "../../_static/")
         diagrams.stage_notebook(nb, STAGE_ZH / "notebooks", "zh", _write)
         _write(STAGE_ZH / "notebooks" / path.name, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     for name in ("intro.md", "glossary.md", "references.md"):
@@ -324,7 +333,7 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--deps-only",
         action="store_true",
-        help="only fetch and cache MathJax (for the site) and axe-core (for its browser test)",
+        help="only fetch and cache MathJax and onnxruntime-web (the site) and axe-core (its browser test)",
     )
     parser.add_argument("--force", action="store_true", help="rebuild every page")
     parser.add_argument("--lang", choices=["en", "zh"], default="en",
@@ -333,6 +342,7 @@ def main(argv=None) -> None:
     if args.deps_only:
         print(f"MathJax {MATHJAX_VERSION} is in {fetch_mathjax()}")
         print(f"axe-core {AXE_VERSION} is in {fetch_axe()}")
+        print(f"onnxruntime-web {live.ORT_VERSION} is in {live.fetch_ort()}")
     elif args.lang == "zh":
         build_zh(force=args.force)
     else:

@@ -30,6 +30,7 @@ from book import ROOT
 from book._ext.chinese_interface import THEME_HARDCODED
 from book._ext.offline_book import SITE_WORDS
 from book.chapters import chapters
+from book.live import LIVE_WORDS
 from book.pages import (
     CHAPTERS_CAPTION,
     REFERENCE_CAPTION,
@@ -100,6 +101,10 @@ def book_messages() -> list[tuple[str, str]]:
                  "column, value); keep {settings}, {about} and {control}") for word in EXPLORER_WORDS],
         *[(label, "the label of a control of a chapter's interactive figure")
           for label in explorer_control_labels()],
+        *[(word, "the live translation box of chapter 7 (book/live.py): its note, labels, status "
+                 "and messages; keep {n}, {ms}, {why}, {words}, {max}, {src}, {out}, {kind}, "
+                 "{layer}, {head}, {query}, {key}, {w} and <unk>, <eos>")
+          for word in LIVE_WORDS.values()],
         *[(label, "the name of a heatmap's axis or colour bar in a chapter's interactive figure, "
                   "said by the readout of the cell under the pointer")
           for label in explorer_axis_labels()],

@@ -1,0 +1,254 @@
+/* The book's models in the reader's browser (book/live.py writes the boxes and the files; docs/book.md).
+ *
+ * A box <div class="live"> takes an English sentence, and the chapter's Transformer, exported to ONNX
+ * from the weights the chapter loads, translates it with ONNX Runtime Web (WebAssembly, one thread):
+ * greedy decoding, one graph run per token, as attnlib.greedy_decode. Nothing loads until the reader
+ * first uses the box. The runtime and the model come as classic scripts (gzip, base64), which a page
+ * opened from file:// can load, where it could fetch no file and import no module. */
+(function () {
+  "use strict";
+  var runtime = null; // the promise of ONNX Runtime Web, once started
+  var models = {}; // model name -> the promise of {ort, session, meta}, once started
+
+  function words(box) {
+    return JSON.parse(box.querySelector("script.live-words").textContent);
+  }
+  function fmt(text, values) {
+    return text.replace(/\{(\w+)\}/g, function (_, k) { return values[k] === undefined ? "" : values[k]; });
+  }
+  function script(src) {
+    return new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = src;
+      s.onload = resolve;
+      s.onerror = function () { reject(new Error("could not load " + src)); };
+      document.head.appendChild(s);
+    });
+  }
+  function gunzip(b64) {
+    var bin = atob(b64), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).arrayBuffer().then(function (buf) { return new Uint8Array(buf); });
+  }
+
+  function loadRuntime(base) {
+    if (runtime) return runtime;
+    runtime = Promise.all([script(base + "ort.wasm.min.js"), script(base + "ort-runtime.js")]).then(function () {
+      var rt = window.ATTN_LIVE.runtime;
+      return gunzip(rt.wasm).then(function (wasm) {
+        var ort = window.ort;
+        ort.env.wasm.numThreads = 1; // no cross-origin isolation on file:// or a plain server
+        ort.env.wasm.proxy = false;
+        ort.env.wasm.wasmBinary = wasm;
+        ort.env.wasm.wasmPaths = {mjs: URL.createObjectURL(new Blob([rt.glue], {type: "text/javascript"}))};
+        return ort;
+      });
+    });
+    runtime.catch(function () { runtime = null; }); // a later try starts again
+    return runtime;
+  }
+
+  function load(base, name) {
+    if (models[name]) return models[name];
+    models[name] = Promise.all([loadRuntime(base), script(base + name + ".js")]).then(function (got) {
+      var ort = got[0], meta = window.ATTN_LIVE[name];
+      return gunzip(meta.onnx).then(function (bytes) {
+        return ort.InferenceSession.create(bytes, {executionProviders: ["wasm"]});
+      }).then(function (session) {
+        meta.index = {};
+        meta.src_vocab.forEach(function (t, i) { meta.index[t] = i; });
+        return {ort: ort, session: session, meta: meta, name: name};
+      });
+    });
+    models[name].catch(function () { delete models[name]; });
+    return models[name];
+  }
+
+  /* The book's data: lower case, a space before , . ! ? (d2l's preprocessing), split on spaces. */
+  function tokenize(text) {
+    text = text.replace(/[\u202f\u00a0]/g, " ").toLowerCase();
+    var out = "";
+    for (var i = 0; i < text.length; i++) {
+      var c = text[i];
+      out += (i > 0 && ",.!?".indexOf(c) >= 0 && text[i - 1] !== " ") ? " " + c : c;
+    }
+    return out.split(/\s+/).filter(function (t) { return t; });
+  }
+  function nonLatin(text) {
+    try { return /(?=\p{L})(?!\p{Script=Latin})./u.test(text); } catch (e) { return /[^\u0000-\u024f\s]/.test(text); }
+  }
+
+  function argmax(data, start, n) {
+    var best = 0;
+    for (var j = 1; j < n; j++) if (data[start + j] > data[start + best]) best = j;
+    return best;
+  }
+
+  async function translate(model, tokens) {
+    var ort = model.ort, m = model.meta, S = m.steps;
+    var srcIds = tokens.map(function (t) { return t in m.index ? m.index[t] : m.unk; }).concat([m.eos]);
+    var src = new BigInt64Array(S), tgt = new BigInt64Array(S);
+    srcIds.forEach(function (id, i) { src[i] = BigInt(id); });
+    tgt[0] = BigInt(m.bos);
+    var feeds = {src: new ort.Tensor("int64", src, [1, S]),
+                 src_valid_len: new ort.Tensor("int64", BigInt64Array.from([BigInt(srcIds.length)]), [1])};
+    var out = [], result = null, V = m.tgt_vocab.length;
+    for (var step = 0; step < S; step++) {
+      feeds.tgt = new ort.Tensor("int64", tgt.slice(), [1, S]);
+      result = await model.session.run(feeds);
+      var next = argmax(result.logits.data, step * V, V);
+      out.push(next);
+      if (next === m.eos || step + 1 >= S) break;
+      tgt[step + 1] = BigInt(next);
+    }
+    var finished = out[out.length - 1] === m.eos;
+    var body = finished ? out.slice(0, -1) : out;
+    var words = body.map(function (i) { return m.tgt_vocab[i]; });
+    var srcTokens = srcIds.map(function (i) { return m.src_vocab[i]; });
+    var tgtIn = ["<bos>"].concat(words).slice(0, out.length);
+    return {srcTokens: srcTokens, tokens: words, finished: finished, steps: out.length,
+            labels: words.concat(finished ? ["<eos>"] : []), tgtIn: tgtIn,
+            maps: {enc_self: result.enc_self, dec_self: result.dec_self, cross: result.cross}};
+  }
+
+  /* One (queries, keys) matrix of weights (L, H, Q, K) for layer l and head h (from 0). */
+  function matrix(tensor, l, h, rows, cols) {
+    var d = tensor.dims, Q = d[2], K = d[3], base = (l * d[1] + h) * Q * K, m = [];
+    for (var i = 0; i < rows; i++) {
+      var row = [];
+      for (var j = 0; j < cols; j++) row.push(tensor.data[base + i * K + j]);
+      m.push(row);
+    }
+    return m;
+  }
+
+  function colour(v) { // white to the explorers' dark blue, by the weight in [0, 1]
+    var a = [255, 255, 255], b = [8, 48, 107], t = Math.max(0, Math.min(1, v));
+    return "rgb(" + a.map(function (x, k) { return Math.round(x + (b[k] - x) * t); }).join(",") + ")";
+  }
+
+  function svgEl(name, attrs) {
+    var el = document.createElementNS("http://www.w3.org/2000/svg", name);
+    for (var k in attrs) el.setAttribute(k, attrs[k]);
+    return el;
+  }
+
+  function draw(box, w) {
+    var r = box.liveResult;
+    if (!r) return;
+    var kind = box.querySelector("[data-live-control=kind]").value;
+    var l = +box.querySelector("[data-live-control=layer]").value, h = +box.querySelector("[data-live-control=head]").value;
+    var rowsL = {enc_self: r.srcTokens, dec_self: r.tgtIn, cross: r.labels}[kind];
+    var colsL = {enc_self: r.srcTokens, dec_self: r.tgtIn, cross: r.srcTokens}[kind];
+    var m = matrix(r.maps[kind], l, h, rowsL.length, colsL.length);
+    var cell = 28, left = 8 + 7.5 * Math.max.apply(null, rowsL.map(function (s) { return s.length; }));
+    var top = 8 + 7.5 * Math.max.apply(null, colsL.map(function (s) { return s.length; }));
+    var W = left + cell * colsL.length + 4, H = top + cell * rowsL.length + 4;
+    var title = fmt(w.title, {kind: w[kind], layer: l + 1, head: h + 1});
+    var svg = svgEl("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img",
+                            "aria-label": title, "class": "live-map"});
+    colsL.forEach(function (t, j) {
+      var x = left + cell * (j + 0.5), tx = svgEl("text", {x: x, y: top - 6, transform: "rotate(-60 " + x + " " + (top - 6) + ")"});
+      tx.textContent = t; svg.appendChild(tx);
+    });
+    rowsL.forEach(function (t, i) {
+      var tx = svgEl("text", {x: left - 6, y: top + cell * (i + 0.5) + 4, "text-anchor": "end"});
+      tx.textContent = t; svg.appendChild(tx);
+      m[i].forEach(function (v, j) {
+        var rect = svgEl("rect", {x: left + cell * j, y: top + cell * i, width: cell - 1, height: cell - 1,
+                                  fill: colour(v), "data-i": i, "data-j": j});
+        svg.appendChild(rect);
+      });
+    });
+    var cursor = svgEl("rect", {"class": "live-cursor", width: cell - 1, height: cell - 1, fill: "none", visibility: "hidden"});
+    svg.appendChild(cursor);
+    var holder = box.querySelector(".live-heat");
+    holder.replaceChildren(svg);
+    box.querySelector(".live-maptitle").textContent = title;
+    var readout = box.querySelector(".live-readout");
+    function show(i, j) {
+      box.liveCell = [i, j];
+      cursor.setAttribute("x", left + cell * j); cursor.setAttribute("y", top + cell * i);
+      cursor.setAttribute("visibility", "visible");
+      readout.textContent = fmt(w.readout, {query: rowsL[i], key: colsL[j], w: m[i][j].toFixed(3)});
+    }
+    svg.addEventListener("mousemove", function (e) {
+      var t = e.target;
+      if (t.hasAttribute && t.hasAttribute("data-i")) show(+t.getAttribute("data-i"), +t.getAttribute("data-j"));
+    });
+    holder.onkeydown = function (e) {
+      var c = box.liveCell || [0, 0], moves = {ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1]};
+      if (!(e.key in moves)) return;
+      e.preventDefault();
+      show(Math.max(0, Math.min(rowsL.length - 1, c[0] + moves[e.key][0])),
+           Math.max(0, Math.min(colsL.length - 1, c[1] + moves[e.key][1])));
+    };
+    box.liveCell = null;
+    readout.textContent = w.pointer;
+  }
+
+  function setup(box) {
+    var w = words(box), base = box.getAttribute("data-base");
+    var form = box.querySelector("form"), input = box.querySelector("input[type=text]");
+    var status = box.querySelector(".live-status"), output = box.querySelector(".live-output");
+    var note = box.querySelector(".live-input-note");
+    function state(s, text) { box.setAttribute("data-state", s); status.textContent = text; }
+    if (typeof WebAssembly !== "object" || typeof DecompressionStream === "undefined" || typeof BigInt64Array === "undefined") {
+      state("unsupported", w.unsupported);
+      form.querySelectorAll("input, button").forEach(function (el) { el.disabled = true; });
+      return;
+    }
+    var choice = box.querySelector("[data-live-control=model]");
+    function start() {
+      if (box.getAttribute("data-state") === "idle") state("loading", w.loading);
+      return load(base, choice.value).then(function (model) {
+        if (box.getAttribute("data-state") === "loading") state("ready", w.ready);
+        return model;
+      }, function (err) {
+        state("error", fmt(w.error, {why: err && err.message ? err.message : String(err)}));
+        throw err;
+      });
+    }
+    input.addEventListener("focus", function () { start().catch(function () {}); }, {once: true});
+    box.querySelectorAll("select").forEach(function (s) {
+      if (s !== choice) s.addEventListener("change", function () { draw(box, w); });
+    });
+    choice.addEventListener("change", function () { // the same sentence, through the other model
+      if (box.liveResult && input.value.trim()) form.requestSubmit();
+    });
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var text = input.value.trim(), tokens = tokenize(text), notes = [];
+      if (!tokens.length) { note.textContent = ""; state("done", w.empty); return; }
+      var t0 = performance.now();
+      state("loading", w.loading);
+      start().then(function (model) {
+        var m = model.meta, max = m.steps - 1, unknown = tokens.filter(function (t) { return !(t in m.index); });
+        if (nonLatin(text)) notes.push(w.nonlatin);
+        if (tokens.length > max) { notes.push(fmt(w.truncated, {max: max, n: tokens.length})); tokens = tokens.slice(0, max); }
+        unknown = tokens.filter(function (t) { return !(t in m.index); });
+        if (unknown.length) notes.push(fmt(w.unknown, {words: unknown.join(" ")}));
+        note.textContent = notes.join(" ");
+        if (unknown.length === tokens.length) { state("done", w.allunknown); return null; }
+        state("running", w.running);
+        var t1 = performance.now();
+        return translate(model, tokens).then(function (r) {
+          r.ms = performance.now() - t1; r.totalMs = performance.now() - t0; r.model = model.name;
+          box.liveResult = r;
+          output.textContent = fmt(w.output, {src: r.srcTokens.slice(0, -1).join(" "), out: r.tokens.join(" ")}) +
+            (r.finished ? "" : " " + w.unfinished);
+          draw(box, w);
+          state("done", fmt(w.done, {ms: Math.round(r.ms)}));
+        });
+      }).catch(function (err) {
+        state("error", fmt(w.error, {why: err && err.message ? err.message : String(err)}));
+      });
+    });
+    state("idle", w.idle);
+  }
+
+  function init() { document.querySelectorAll("div.live").forEach(setup); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

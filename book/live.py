@@ -1,0 +1,359 @@
+"""The book's models in the reader's browser: ONNX exports of the shipped weights, and the page
+parts that run them with ONNX Runtime Web (``book/_js/live.js``, docs/book.md).
+
+    python -m book.live          # export (or check fresh) build/live/, what `make onnx` runs
+
+Chapter 7's Transformer (``attnlib/pretrained/``, the weights the chapter loads) becomes one ONNX
+graph, :class:`TranslationGraph`: the padded source ids, their valid length and a padded target
+prefix in; the next-token logits at every target position and the three kinds of attention
+weights out. The page decodes greedily with it, one graph run per emitted token, exactly as
+``attnlib.greedy_decode`` does with the key/value cache: the causal mask keeps every position
+blind to the padding after it, so the logits at position ``t`` are those of the prefix alone.
+
+The export is tied to its inputs by a recipe (:func:`recipe`): the weights' own recipe (the code
+of ``attnlib.presets.TRAINING_CODE``, the data, the settings), the weights file and this module.
+Shipped weights made from another recipe (attnlib's model code changed since ``make models``)
+are refused, never exported; a recipe that changed re-exports (a few seconds).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import hashlib
+import json
+import sys
+from pathlib import Path
+from unittest import mock
+
+from book import ROOT
+from book.vendor import fetch_npm
+
+OUT = ROOT / "build" / "live"  # the exports and the runtime as the site serves them (_static/live/)
+LIVE_DIR = "live"  # in the site: _static/live/
+
+ORT_VERSION = "1.30.0"
+ORT_INTEGRITY = (  # the "dist.integrity" of https://registry.npmjs.org/onnxruntime-web/1.30.0
+    "sha512-q0y+JrrtukXSzsBWEMccVfqX25LRmosXHF+CaRJmg8pZClzcV7svNc4rKY3jL02Vb7QmRMDs1SigqR4CXAfKYQ=="
+)
+ORT_CACHE = Path(sys.prefix) / "share" / f"onnxruntime-web-{ORT_VERSION}"
+# The WebAssembly-only build (no WebGPU/WebGL, no JSPI): its loader, the Emscripten glue it
+# imports and the one SIMD binary that every browser with WebAssembly SIMD runs (one thread).
+# (The package, MIT licensed by Microsoft, ships no licence file: docs/book.md credits it.)
+ORT_FILES = ("dist/ort.wasm.min.js", "dist/ort-wasm-simd-threaded.mjs", "dist/ort-wasm-simd-threaded.wasm")
+
+
+
+def fetch_ort() -> Path:
+    """The pinned onnxruntime-web's WebAssembly build, cached like MathJax (``book.vendor``)."""
+    return fetch_npm("onnxruntime-web", ORT_VERSION, ORT_INTEGRITY, ORT_CACHE,
+                     lambda rel: rel.removeprefix("dist/") if rel in ORT_FILES else None)
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+class TranslationGraph(_torch().nn.Module):
+    """``(src (1, S), src_valid_len (1,), tgt (1, T))`` -> ``logits (1, T, vocab)`` and the weights
+    ``enc_self (L, H, S, S)``, ``dec_self (L, H, T, T)``, ``cross (L, H, T, S)``.
+
+    ``tgt`` is ``<bos>`` and the tokens emitted so far, padded to ``T`` positions; the logits at
+    position ``t`` choose token ``t + 1``. The decoder runs without a key/value cache (one call on
+    the whole prefix), which gives the cached decoder's results (``attnlib.decoding``)."""
+
+    def __init__(self, model) -> None:
+        super().__init__()
+        self.model = model.eval()
+        self.names = {kind: [n for n, m in model.named_modules() if id(m) in ids]
+                      for kind, ids in (
+                          ("enc_self", {id(b.attention) for b in model.encoder.blks}),
+                          ("dec_self", {id(b.attention1) for b in model.decoder.blks}),
+                          ("cross", {id(b.attention2) for b in model.decoder.blks}))}
+
+    def forward(self, src, src_valid_len, tgt):
+        from attnlib.recording import record_attention
+
+        with record_attention(self.model) as rec:
+            enc = self.model.encoder(src, src_valid_len)  # (1, S, d)
+            state = self.model.decoder.init_state(enc, src_valid_len)
+            logits, _ = self.model.decoder(tgt, state)  # (1, T, vocab)
+            weights = [_torch().cat([rec.last(n) for n in self.names[kind]])  # (L, H, queries, keys)
+                       for kind in ("enc_self", "dec_self", "cross")]
+        return (logits, *weights)
+
+
+# --------------------------------------------------------------------------- the models
+def _data():
+    from attnlib import TranslationData
+    from attnlib.presets import DATA_DEFAULTS
+
+    return TranslationData(**DATA_DEFAULTS)
+
+
+def shipped_model(name: str = "transformer", data=None):
+    """The shipped weights of preset ``name`` in the model the chapters build; refuses weights made
+    from another recipe (``attnlib.presets.recipe``): they are not the model the chapters run."""
+    torch = _torch()
+    from attnlib.presets import build_model, pretrained_path
+    from attnlib.presets import recipe as weights_recipe
+
+    data = data or _data()
+    path = pretrained_path(name, data)
+    if not path.exists():
+        sys.exit(f"error: no shipped weights for {name!r} ({path.relative_to(ROOT)}): run `make models`")
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    if saved.get("recipe") != weights_recipe(name, data):
+        sys.exit(f"error: the shipped weights {path.relative_to(ROOT)} were made from another recipe "
+                 "(attnlib's training code changed since `make models`): the site cannot export a "
+                 "model the chapters no longer run. Run `make models`, then `make onnx`.")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = build_model(name, data)
+    model.load_state_dict(saved["model"])
+    return model.eval(), data, path
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
+
+
+def recipe(name: str = "transformer", data=None) -> dict:
+    """What the export of preset ``name`` follows from: the weights' recipe, the weights file's
+    hash, this module's code and the exporter's versions."""
+    torch = _torch()
+    from attnlib.presets import pretrained_path
+    from attnlib.presets import recipe as weights_recipe
+
+    data = data or _data()
+    path = pretrained_path(name, data)
+    return {"weights": weights_recipe(name, data),
+            "weights_sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.exists() else None,
+            "export_code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16],
+            "torch": torch.__version__.split("+")[0], "onnxscript": _version("onnxscript")}
+
+
+@contextlib.contextmanager
+def _without_value_checks():
+    """attnlib's checks of the ids (within the vocabulary) and of the valid lengths (within the
+    keys) read tensor values in Python, which a graph cannot hold: the export leaves them out.
+    They check the input, not the computation; the page feeds only ids of the vocabulary and
+    lengths it counted (live.js)."""
+    import attnlib.scoring
+    import attnlib.seq2seq
+    import attnlib.transformer
+
+    with mock.patch.object(attnlib.transformer, "check_token_ids", lambda *args: None), \
+            mock.patch.object(attnlib.seq2seq, "check_token_ids", lambda *args: None), \
+            mock.patch.object(attnlib.scoring, "check_lengths", lambda *args: None):
+        yield
+
+
+def export_translation(path: Path, name: str = "transformer") -> dict:
+    """Write the ONNX graph of preset ``name`` to ``path``; return what the page needs besides it
+    (vocabularies, sizes, special ids)."""
+    torch = _torch()
+    model, data, _ = shipped_model(name)
+    S = data.num_steps
+    src, valid = data.encode_src("i'm home .")
+    tgt = torch.zeros(1, S, dtype=torch.int64)
+    tgt[0, 0] = data.tgt_vocab.bos
+    for coder in (model.encoder, model.decoder):  # the graph sees S positions: keep their encodings
+        pe = coder.pos_encoding  # only (the table's 1000 rows would weigh 0.5 MB in the page)
+        pe.P, pe.max_len = pe.P[:, :S].clone(), S  # (1, S, num_hiddens)
+    graph = TranslationGraph(model).eval()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with torch.no_grad(), _without_value_checks():
+        # torch.export's exporter: the sizes are fixed (S source and S target positions), so they
+        # stay Python ints, which attnlib's argument checks want.
+        program = torch.onnx.export(graph, (src, valid, tgt), dynamo=True,
+                          input_names=["src", "src_valid_len", "tgt"],
+                          output_names=["logits", "enc_self", "dec_self", "cross"], verbose=False)
+        program.save(str(path), external_data=False)
+    blks = model.decoder.blks
+    return {"name": name, "steps": S, "layers": len(blks), "heads": blks[0].attention2.num_heads,
+            "src_vocab": data.src_vocab.idx_to_token, "tgt_vocab": data.tgt_vocab.idx_to_token,
+            "pad": data.tgt_vocab.pad, "bos": data.tgt_vocab.bos, "eos": data.tgt_vocab.eos,
+            "unk": data.src_vocab.unk}
+
+
+def _b64gz(data: bytes) -> str:
+    return base64.b64encode(gzip.compress(data, 9, mtime=0)).decode("ascii")
+
+
+def _script(variable: str, payload: dict) -> str:
+    """A classic script that hands ``payload`` to live.js: what a page opened from ``file://`` can
+    load (a browser fetches no file:// URL and imports no module from one)."""
+    return (f"(window.ATTN_LIVE = window.ATTN_LIVE || {{}})[{json.dumps(variable)}] = "
+            + json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + ";\n")
+
+
+#: The live translation models: chapter 7's Transformer (post-LN, as in the paper) and the pre-LN
+#: variant the chapter compares it with, both shipped (``attnlib.presets.PRETRAINED``).
+MODELS = ("transformer", "transformer_pre_ln")
+
+
+def wanted() -> dict:
+    """The recipe of every export and of the runtime: what ``build/live/recipe.json`` must hold."""
+    return {**{name: recipe(name) for name in MODELS}, "ort": ORT_INTEGRITY}
+
+
+def build(out: Path = OUT, force: bool = False) -> Path:
+    """Export the live models and lay out the runtime in ``out`` (the site's ``_static/live/``),
+    unless ``out`` already holds them for the same recipe. Returns ``out``."""
+    stamp = out / "recipe.json"
+    want = wanted()
+    if not force and stamp.exists() and json.loads(stamp.read_text()) == want:
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    for name in MODELS:
+        onnx_path = out / f"{name}.onnx"
+        meta = export_translation(onnx_path, name)
+        model = onnx_path.read_bytes()
+        onnx_path.unlink()  # the page loads the script below; the .onnx stays out of the site
+        (out / f"{name}.js").write_text(
+            _script(name, {**meta, "onnx": _b64gz(model), "recipe": want[name]}))
+    ort = fetch_ort()
+    (out / "ort.wasm.min.js").write_bytes((ort / "ort.wasm.min.js").read_bytes())
+    (out / "ort-runtime.js").write_text(_script("runtime", {
+        "version": ORT_VERSION,
+        "glue": (ort / "ort-wasm-simd-threaded.mjs").read_text(encoding="utf-8"),
+        "wasm": _b64gz((ort / "ort-wasm-simd-threaded.wasm").read_bytes())}))
+    stamp.write_text(json.dumps(want, indent=1, sort_keys=True) + "\n")
+    return out
+
+
+def is_fresh(out: Path = OUT) -> bool:
+    """Does ``out`` hold the exports of the current recipe?"""
+    stamp = out / "recipe.json"
+    return stamp.exists() and json.loads(stamp.read_text()) == wanted()
+
+
+# --------------------------------------------------------------------------- the page
+# The box's words (the Chinese site translates them: book/interface.py lists them). {...} are filled
+# in by live.js; keep them.
+LIVE_WORDS = {
+    "note": "Type an English sentence: the chapter's Transformer, the very weights above, translates "
+            "it in your browser (ONNX Runtime Web, nothing leaves the page) and shows its attention. "
+            "Switch to the pre-LN variant to see how the other model reads the same sentence.",
+    "label": "English sentence",
+    "button": "Translate",
+    "hint": "The sentence is lower-cased and split into words as the book's data is; a word the "
+            "model never saw in training becomes <unk>. It knows {n} English words, in short "
+            "sentences like the ones above.",
+    "model": "model",
+    "transformer": "post-LN, as in the paper (the chapter's model)",
+    "transformer_pre_ln": "pre-LN (the chapter's comparison)",
+    "layer": "layer",
+    "head": "head",
+    "attention": "attention",
+    "enc_self": "encoder self-attention",
+    "dec_self": "decoder self-attention",
+    "cross": "encoder-decoder attention",
+    "title": "{kind}, layer {layer}, head {head}",
+    "idle": "The model loads when you first use the box (about 6 MB).",
+    "loading": "Loading the model and ONNX Runtime Web...",
+    "ready": "The model is ready: type a sentence and press Enter.",
+    "running": "Translating...",
+    "done": "Translated in your browser in {ms} ms (greedy decoding, one run of the model per word).",
+    "error": "The model could not run here ({why}). The precomputed figure above still works.",
+    "unsupported": "This browser cannot run WebAssembly, which the live model needs: the "
+                   "precomputed figure above still works.",
+    "empty": "Type a sentence first.",
+    "allunknown": "None of these words is in the model's vocabulary, so there is nothing to "
+                  "translate: try a sentence like the ones above.",
+    "unknown": "Unknown to the model, read as <unk>: {words}.",
+    "truncated": "The model reads at most {max} words (and <eos>): your {n} were cut to the first {max}.",
+    "nonlatin": "The model was trained on English only: words in other scripts are unknown to it.",
+    "output": "{src} → {out}",
+    "unfinished": "(stopped at the model's length limit before <eos>)",
+    "readout": "query {query}, key {key}: weight {w}",
+    "pointer": "Point at a cell, or focus the figure and use the arrow keys, to read its weight.",
+    "figure": "Attention weights of the sentence you typed",
+}
+PLACEHOLDER = "my small dog is not red ."  # English on both sites: the model reads English
+CHAPTER = "07_transformer"  # the live translation sits under this chapter's explorer "attention"
+
+
+def box(say=str, static: str = "../_static/", vocab_size: int | None = None) -> str:
+    """The HTML of the live translation box (``say`` translates its words; ``static`` is the
+    page's way to ``_static/``)."""
+    import html
+
+    w = {k: say(v) for k, v in LIVE_WORDS.items()}
+    if vocab_size is None:
+        vocab_size = len(_data().src_vocab) - 4  # without <pad> <bos> <eos> <unk>
+    e = {k: html.escape(v) for k, v in w.items()}
+
+    def select(name, options, chosen=0):
+        opts = "".join(f'<option value="{v}"{" selected" * (i == chosen)}>{html.escape(str(t))}</option>'
+                       for i, (v, t) in enumerate(options))
+        control = "kind" if name == "attention" else name
+        return (f'<label class="explorer-control"><span>{e[name]}</span>'
+                f'<select data-live-control="{control}">{opts}</select></label>')
+
+    from attnlib.presets import TRANSFORMER_DEFAULTS
+
+    layers, heads = TRANSFORMER_DEFAULTS["num_blks"], TRANSFORMER_DEFAULTS["num_heads"]
+    return (
+        f'<div class="live" data-state="idle" data-base="{static}{LIVE_DIR}/" role="group" '
+        f'aria-label="{e["figure"]}">'
+        f'<p class="explorer-note">{e["note"]}</p>'
+        f'<form class="live-form"><label><span>{e["label"]}</span> '
+        f'<input type="text" name="sentence" autocomplete="off" spellcheck="false" '
+        f'placeholder="{html.escape(PLACEHOLDER)}" aria-describedby="live-hint"></label> '
+        f'<button type="submit">{e["button"]}</button></form>'
+        f'<p class="live-hint" id="live-hint">{html.escape(w["hint"].format(n=vocab_size))}</p>'
+        f'<p class="live-input-note" aria-live="polite"></p>'
+        f'<p class="live-status" role="status">{e["idle"]}</p>'
+        f'<p class="live-output" aria-live="polite"></p>'
+        + select("model", [(name, w[name]) for name in MODELS])
+        + select("layer", [(i, i + 1) for i in range(layers)], layers - 1)
+        + select("head", [(i, i + 1) for i in range(heads)])
+        + select("attention", [(k, w[k]) for k in ("cross", "enc_self", "dec_self")])
+        + f'<p class="live-maptitle"></p><div class="live-heat" role="group" tabindex="0" '
+        f'aria-label="{e["figure"]}"></div>'
+        f'<p class="live-readout" aria-live="polite"></p>'
+        f'<noscript><p>{e["unsupported"]}</p></noscript>'
+        '<script type="application/json" class="live-words">'
+        + json.dumps(w, ensure_ascii=False).replace("</", "<\\/") + "</script>"
+        f'<script src="{static}live.js"></script></div>'
+    )
+
+
+def insert(nb: dict, chapter: str, say=str, static: str = "../_static/") -> bool:
+    """Put the live box after the explorer ``attention`` of chapter 7 in ``nb`` (staged, its widgets
+    already made explorers); True if it was put."""
+    if chapter != CHAPTER:
+        return False
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("data", {}).get("text/html", ""))
+            if 'class="explorer-data"' in text and f'"chapter":"{CHAPTER}"' in text \
+                    and '"name":"attention"' in text:
+                cell["outputs"].append({"output_type": "display_data", "metadata": {},
+                                        "data": {"text/html": box(say, static)}})
+                return True
+    return False
+
+
+def main(argv=None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m book.live", description=__doc__.splitlines()[0])
+    parser.add_argument("--force", action="store_true", help="export even if the recipe is unchanged")
+    args = parser.parse_args(argv)
+    out = build(force=args.force)
+    sizes = {f.name: f.stat().st_size for f in sorted(out.iterdir())}
+    for name, size in sizes.items():
+        print(f"{size / 1e6:8.3f} MB  {out.relative_to(ROOT) / name}")
+    print(f"{sum(sizes.values()) / 1e6:8.3f} MB  in all")
+
+
+if __name__ == "__main__":
+    main()

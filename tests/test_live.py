@@ -1,0 +1,301 @@
+"""The book's models in the reader's browser (book/live.py, book/_js/live.js, docs/book.md).
+
+The export: ONNX Runtime (Python) runs the exported graph as the page does, greedily, and gets
+``attnlib.greedy_decode``'s tokens and attention on sentences the explorers do not precompute; a
+recipe that changed (attnlib's training code, so stale weights) is never exported. The page, in
+headless Chromium from ``file://`` and over http, both editions: what the reader types is
+translated into the same tokens as ``greedy_decode``, bad input gets its message, a browser without
+WebAssembly keeps the precomputed explorer, the box passes axe-core and works from the keyboard.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import http.server
+import json
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from test_book import AXE_JS, AXE_TAGS, _QuietHandler, axe, browser  # noqa: F401 (fixtures)
+
+from book import live
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "build" / "book"
+PAGE = "notebooks/07_transformer.html"
+
+# Sentences the chapter's explorer does not precompute (its nine are in book/explorers/07_*): test
+# sentences, one with words the model never saw, one as long as the model reads (23 words).
+SENTENCES = [
+    "my small dog is not red .",
+    "the man washes my bike .",
+    "call the woman .",
+    "i'm home and zebras sing .",
+    "the good cake under my schools is big and the man washes my book in the small bikes .",
+]
+
+
+@pytest.fixture(scope="module")
+def exported():
+    """The exports the site serves (build/live/, made or checked fresh), read back."""
+    out = live.build()
+
+    def payload(name):
+        text = (out / f"{name}.js").read_text(encoding="utf-8")
+        return json.loads(text[text.index("] = ") + 4: text.rindex(";")])
+
+    return {name: payload(name) for name in (*live.MODELS, "ort-runtime")}
+
+
+@pytest.fixture(scope="module")
+def chapter_model():
+    model, data, _ = live.shipped_model("transformer")
+    return model, data
+
+
+@pytest.fixture(scope="module")
+def pre_ln_model():
+    model, _, _ = live.shipped_model("transformer_pre_ln")
+    return model
+
+
+def ort_greedy(session, meta, tokens):
+    """The page's decoding (live.js), in Python: one graph run per token."""
+    S, index = meta["steps"], {t: i for i, t in enumerate(meta["src_vocab"])}
+    ids = [index.get(t, meta["unk"]) for t in tokens] + [meta["eos"]]
+    src = np.zeros((1, S), np.int64)
+    src[0, :len(ids)] = ids
+    tgt = np.zeros((1, S), np.int64)
+    tgt[0, 0] = meta["bos"]
+    out = []
+    for step in range(S):
+        logits, enc, dec, cross = session.run(None, {"src": src, "src_valid_len": np.array([len(ids)]),
+                                                     "tgt": tgt})
+        out.append(int(logits[0, step].argmax()))
+        if out[-1] == meta["eos"] or step + 1 >= S:
+            break
+        tgt[0, step + 1] = out[-1]
+    return out, cross[:, :, :len(out), :len(ids)]
+
+
+@pytest.mark.parametrize("name", live.MODELS)
+def test_onnx_runtime_decodes_like_attnlib(name, exported, chapter_model, pre_ln_model):
+    import onnxruntime
+
+    import attnlib
+
+    meta = exported[name]
+    data = chapter_model[1]
+    model = chapter_model[0] if name == "transformer" else pre_ln_model
+    session = onnxruntime.InferenceSession(gzip.decompress(base64.b64decode(meta["onnx"])),
+                                           providers=["CPUExecutionProvider"])
+    outputs = set()
+    for sentence in SENTENCES:
+        tokens = sentence.split()
+        ids, cross = ort_greedy(session, meta, tokens)
+        want = attnlib.greedy_decode(model, data, tuple(tokens))
+        got = [meta["tgt_vocab"][i] for i in ids]
+        assert got == want.target_labels, sentence
+        np.testing.assert_allclose(cross, want.attention.numpy(), atol=1e-4)
+        outputs.add(" ".join(got))
+    assert len(outputs) == len(SENTENCES)  # different sentences, different translations
+
+
+def test_the_graph_equals_pytorch_on_a_batch_of_positions(exported, chapter_model):
+    """Every output of the graph (logits, the three attentions) against the PyTorch module on
+    a padded prefix: the causal mask hides the padding, so the prefix positions match."""
+    import onnxruntime
+
+    meta = exported["transformer"]
+    model, data = chapter_model
+    session = onnxruntime.InferenceSession(gzip.decompress(base64.b64decode(meta["onnx"])),
+                                           providers=["CPUExecutionProvider"])
+    src, valid = data.encode_src("the woman washes the big car .")
+    tgt = torch.zeros(1, data.num_steps, dtype=torch.int64)
+    tgt[0, :4] = torch.tensor([data.tgt_vocab.bos, *data.tgt_vocab[["la", "femme", "lave"]]])
+    with torch.no_grad():
+        want = live.TranslationGraph(model)(src, valid, tgt)
+    got = session.run(None, {"src": src.numpy(), "src_valid_len": valid.numpy(), "tgt": tgt.numpy()})
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w.numpy(), atol=1e-4)
+    assert got[3][:, :, :, int(valid):].max() == 0  # no weight on the source's padding
+
+
+def test_a_changed_recipe_is_stale_and_stale_weights_are_refused(monkeypatch, exported):
+    import attnlib.presets
+
+    assert live.is_fresh()
+    real = attnlib.presets.recipe
+    monkeypatch.setattr(attnlib.presets, "recipe", lambda *a, **k: {**real(*a, **k), "code": {}})
+    assert not live.is_fresh()  # the build exports again ...
+    with pytest.raises(SystemExit, match="make models"):  # ... and refuses weights of another recipe
+        live.shipped_model("transformer")
+
+
+def test_runtime_and_model_sizes(exported):
+    sizes = {f.name: f.stat().st_size for f in live.OUT.glob("*.js")}
+    assert sum(sizes.values()) < 20e6, sizes
+    assert exported["ort-runtime"]["version"] == live.ORT_VERSION
+    assert exported["transformer"]["onnx"] != exported["transformer_pre_ln"]["onnx"]
+
+
+# --------------------------------------------------------------------------- the page
+@pytest.fixture(scope="module")
+def sites():
+    for command in (["book.build"], ["book.i18n", "generate"], ["book.build", "--lang", "zh"]):
+        done = subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True,
+                              text=True, timeout=900)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return SITE
+
+
+@pytest.fixture(scope="module")
+def server(sites):
+    handler = functools.partial(_QuietHandler, directory=str(sites))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def open_box(chromium, url, init_script=None):
+    context = chromium.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    errors, remote = [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    base = re.match(r"https?://[^/]+|file://", url)[0]  # the site's own host (both editions)
+    page.on("request", lambda r: None if r.url.startswith((base, "data:", "blob:", "file:"))
+            else remote.append(r.url))
+    if init_script:
+        page.add_init_script(init_script)
+    page.goto(url, wait_until="load", timeout=60_000)
+    return context, page, page.locator("div.live"), errors, remote
+
+
+def submit(page, box, text, timeout=60_000):
+    box.locator("input[type=text]").fill(text)
+    page.evaluate("document.querySelector('div.live').liveResult = null")
+    box.locator("input[type=text]").press("Enter")
+    page.wait_for_function("['done', 'error'].includes(document.querySelector('div.live').dataset.state)",
+                           timeout=timeout)
+    return page.evaluate("""(() => { const r = document.querySelector('div.live').liveResult;
+      return r && {src: r.srcTokens, labels: r.labels, ms: r.ms, finished: r.finished,
+                   cross: Array.from(r.maps.cross.data), dims: r.maps.cross.dims}; })()""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["file", "http"])
+def test_the_page_translates_what_the_reader_types_as_attnlib(how, sites, server, browser,  # noqa: F811
+                                                              chapter_model, pre_ln_model):
+    import attnlib
+
+    model, data = chapter_model
+    url = (SITE / PAGE).as_uri() if how == "file" else f"{server}/{PAGE}"
+    context, page, box, errors, remote = open_box(browser, url)
+    try:
+        assert box.get_attribute("data-state") == "idle"  # nothing loaded with the page
+        assert not page.evaluate("'ort' in window")
+        timings = []
+        for sentence in SENTENCES:
+            r = submit(page, box, sentence.upper() if sentence.startswith("call") else sentence)
+            assert r is not None, box.locator(".live-status").inner_text()
+            want = attnlib.greedy_decode(model, data, sentence)
+            assert r["src"] == want.src_tokens and r["labels"] == want.target_labels, sentence
+            cross = np.array(r["cross"], np.float32).reshape(r["dims"])
+            L, H, rows, cols = want.attention.shape
+            np.testing.assert_allclose(cross[:, :, :rows, :cols], want.attention.numpy(), atol=1e-4)
+            timings.append(r["ms"])
+            out = box.locator(".live-output").inner_text()
+            assert " ".join(want.tokens) in out
+        print(f"\n{how}: translation times after loading (ms): {[round(t) for t in timings]}")
+        # the same sentence through the pre-LN model: switching the model translates it again
+        box.locator("[data-live-control=model]").select_option("transformer_pre_ln")
+        page.wait_for_function("(document.querySelector('div.live').liveResult || {}).model"
+                               " === 'transformer_pre_ln'", timeout=60_000)
+        labels = page.evaluate("document.querySelector('div.live').liveResult.labels")
+        assert labels == attnlib.greedy_decode(pre_ln_model, data, SENTENCES[-1]).target_labels
+        # the heatmap: layer, head and kind choices redraw it; the readout follows the keyboard
+        box.locator("[data-live-control=kind]").select_option("enc_self")
+        assert "encoder self-attention, layer 2, head 1" in box.locator(".live-maptitle").inner_text()
+        box.locator(".live-heat").focus()
+        page.keyboard.press("ArrowRight")
+        assert re.search(r"weight \d\.\d{3}", box.locator(".live-readout").inner_text())
+        assert not errors and not remote, (errors, remote)
+    finally:
+        context.close()
+
+
+@pytest.mark.slow
+def test_bad_input_gets_a_clear_message(sites, server, browser, chapter_model):  # noqa: F811
+    import attnlib
+
+    model, data = chapter_model
+    context, page, box, errors, _ = open_box(browser, f"{server}/{PAGE}")
+    try:
+        status, note = box.locator(".live-status"), box.locator(".live-input-note")
+        submit(page, box, "   ")
+        assert status.inner_text() == live.LIVE_WORDS["empty"]
+        assert submit(page, box, "xylophones quibble") is None
+        assert status.inner_text() == live.LIVE_WORDS["allunknown"]
+        assert submit(page, box, "我的狗很大") is None
+        assert "other scripts" in note.inner_text()
+        long = " ".join(["the man washes my book and"] * 5) + " ."  # 31 words
+        r = submit(page, box, long)
+        assert "cut to the first 23" in note.inner_text()
+        want = attnlib.greedy_decode(model, data, tuple(long.split()[:23]))
+        assert r["labels"] == want.target_labels
+        assert not errors, errors
+    finally:
+        context.close()
+
+
+@pytest.mark.slow
+def test_without_webassembly_the_explorer_stays(sites, browser):  # noqa: F811
+    context, page, box, errors, _ = open_box(browser, (SITE / PAGE).as_uri(),
+                                             "delete window.WebAssembly")
+    try:
+        assert box.get_attribute("data-state") == "unsupported"
+        assert "WebAssembly" in box.locator(".live-status").inner_text()
+        assert box.locator("input[type=text]").is_disabled()
+        assert page.locator("div.explorer").count() >= 1
+    finally:
+        context.close()
+
+
+@pytest.mark.slow
+def test_the_box_passes_axe_and_the_chinese_box_speaks_chinese(sites, server, browser, axe):  # noqa: F811
+    for url, chinese in ((f"{server}/{PAGE}", False), (f"{server}/zh/{PAGE}", True)):
+        context, page, box, errors, remote = open_box(browser, url)
+        try:
+            assert not errors, errors
+            page.add_script_tag(path=str(axe))  # the box before its first use
+            assert page.evaluate(AXE_JS, AXE_TAGS) == []
+            errors.clear()  # axe's own re-fetch of the theme's stylesheets may 404
+            r = submit(page, box, "the man washes my bike .")
+            assert r is not None and r["labels"][-1] == "<eos>"
+            text = box.inner_text()
+            assert bool(re.search(r"[\u4e00-\u9fff]{4}", text)) == chinese, text[:300]
+            assert not errors and not remote, (errors, remote)  # before axe, whose own
+            page.add_script_tag(path=str(axe))  # re-fetch of the theme's stylesheets may 404
+            violations = page.evaluate(AXE_JS, AXE_TAGS)
+            assert violations == [], violations
+        finally:
+            context.close()
+
+
+@pytest.mark.slow
+def test_both_editions_share_one_copy_of_the_runtime(sites):
+    assert (SITE / "_static" / live.LIVE_DIR / "ort-runtime.js").is_file()
+    assert not (SITE / "zh" / "_static" / live.LIVE_DIR).exists()
+    zh = (SITE / "zh" / PAGE).read_text(encoding="utf-8")
+    assert 'data-base="../../_static/live/"' in zh
