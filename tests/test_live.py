@@ -179,7 +179,21 @@ def open_box(chromium, url, init_script=None):
     if init_script:
         page.add_init_script(init_script)
     page.goto(url, wait_until="load", timeout=60_000)
-    return context, page, page.locator("div.live"), errors, remote
+    # The site lays out only what is near the screen (_css/render.css; tested in test_book.py):
+    # here every section is, so that the box's text reads as a reader scrolled to it sees it.
+    page.add_style_tag(content="* { content-visibility: visible !important; }")
+    box = page.locator("div.live")
+    box.scroll_into_view_if_needed()
+    return context, page, box, errors, remote
+
+
+def lay_out_everything(page):
+    """Every section laid out and no colour fading in, so that axe reads the whole page as it
+    settles (as tests/test_book.py does before axe)."""
+    page.add_style_tag(content="*, *::before, *::after { transition: none !important; "
+                               "animation: none !important; content-visibility: visible "
+                               "!important; }")
+    page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
 def submit(page, box, text, timeout=60_000):
@@ -278,6 +292,7 @@ def test_the_box_passes_axe_and_the_chinese_box_speaks_chinese(sites, server, br
         context, page, box, errors, remote = open_box(browser, url)
         try:
             assert not errors, errors
+            lay_out_everything(page)
             page.add_script_tag(path=str(axe))  # the box before its first use
             assert page.evaluate(AXE_JS, AXE_TAGS) == []
             errors.clear()  # axe's own re-fetch of the theme's stylesheets may 404
