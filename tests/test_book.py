@@ -924,6 +924,10 @@ def check_explorers(browser, url: str, states: list[dict], site_root: Path,
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(url, wait_until="load", timeout=60_000)
         page.wait_for_function("document.documentElement.dataset.explorersReady !== undefined")
+        # Every section laid out at once (_css/render.css lays out only those near the screen;
+        # a test of its own checks that): a section laid out while the pointer rests on a heatmap
+        # moves the page under it, and its scroll hides the readout (seen on a busy machine).
+        page.add_style_tag(content="* { content-visibility: visible !important; }")
         timings = page.evaluate("""() => ({
           dom: Math.round(performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd),
           load: Math.round(performance.getEntriesByType('navigation')[0].loadEventEnd),
