@@ -138,9 +138,9 @@ explorers: install
 # the plainest CPU kernels too (test-float-paths' first half). Both sites are built first, so that
 # the browser tests (several workers) find them up to date.
 TEST_KERNEL := build/test-kernel
-# Four workers on two cores: much of the suite waits on a browser, a JupyterLab server, a kernel or
-# nbgrader's subprocesses, and two workers left the cores half idle (docs/testing.md).
-TEST_WORKERS ?= 4
+# One xdist worker per core. Four were tried (much of the suite waits on a browser, a server or a
+# subprocess) and were no faster on 2 cores: 24 min of pytest, against 20 with two (docs/testing.md).
+TEST_WORKERS ?= 2
 TEST_KERNEL_ENV = JUPYTER_PATH=$(abspath $(TEST_KERNEL))/share/jupyter ATTNBOOK_KERNEL=attnbook-wheel
 test: install book-deps lint
 	$(BIN)/python scripts/kernels.py $(TEST_KERNEL) $(PLAIN_CPU)
