@@ -354,6 +354,18 @@ def write_class(root: Path, source: Path, host_paths=()) -> dict[str, tuple[int,
     return expected
 
 
+# Right values, but one key/value head broadcast against its group: torch.matmul copies it.
+GQA_BROADCAST = """
+def gqa_attention(q, k, v):
+    b, h, n_q, d = q.shape
+    g = k.shape[1]
+    if h % g:
+        raise ValueError("g must divide h")
+    q = q.unflatten(1, (g, h // g))  # (b, g, h/g, n_q, d) against (b, g, 1, n, d): torch.matmul copies
+    w = (q @ k.unsqueeze(2).transpose(-2, -1) / math.sqrt(d)).softmax(-1)
+    return (w @ v.unsqueeze(2)).flatten(1, 2)
+"""
+
 # ch09's exercises 2 and 3 are graded by counting the operators the student's function runs (the
 # hidden tests' TorchDispatchModes): answers that are right but copy the key/value heads, or score
 # every key and mask, must lose exactly that exercise through the sandbox too, and so must answers
@@ -388,16 +400,7 @@ CH09_ATTACKS: dict[str, tuple[str, str, tuple[int, ...], str]] = {
     "gqa_repeat_interleave": ("ex2_solution", _GQA.format(copy="k, v = k.repeat_interleave(h // g, 1), "
                                                                "v.repeat_interleave(h // g, 1)"),
                               (3, 0, 2, 3), "uses torch.Tensor.repeat_interleave"),
-    "gqa_broadcast_matmul": ("ex2_solution", '''
-def gqa_attention(q, k, v):
-    b, h, n_q, d = q.shape
-    g = k.shape[1]
-    if h % g:
-        raise ValueError("g must divide h")
-    q = q.unflatten(1, (g, h // g))  # (b, g, h/g, n_q, d) against (b, g, 1, n, d): torch.matmul copies
-    w = (q @ k.unsqueeze(2).transpose(-2, -1) / math.sqrt(d)).softmax(-1)
-    return (w @ v.unsqueeze(2)).flatten(1, 2)
-''', (3, 0, 2, 3), COPIED),
+    "gqa_broadcast_matmul": ("ex2_solution", GQA_BROADCAST, (3, 0, 2, 3), COPIED),
     "window_without_skipping": ("ex3_solution", _WINDOW_MASK + '''
 def window_attention(q, k, v, window, block=64):  # a block of queries at a time, but every key for each
     n, outs = q.shape[1], []

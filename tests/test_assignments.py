@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from attacks import GQA_BROADCAST  # tests/attacks.py, beside this file
 
 from coursegrader.course import generate
 from coursegrader.run import grade
@@ -336,16 +337,6 @@ def gqa_attention(q, k, v):
     return torch.stack(outs, 1)
 """,
 }
-GQA_BROADCAST = """
-def gqa_attention(q, k, v):
-    b, h, n_q, d = q.shape
-    g = k.shape[1]
-    if h % g:
-        raise ValueError("g must divide h")
-    q = q.unflatten(1, (g, h // g))  # (b, g, h/g, n_q, d) against (b, g, 1, n, d): torch.matmul copies
-    w = (q @ k.unsqueeze(2).transpose(-2, -1) / math.sqrt(d)).softmax(-1)
-    return (w @ v.unsqueeze(2)).flatten(1, 2)
-"""
 
 
 @pytest.mark.parametrize("copy", [*GQA_COPIES, "broadcast matmul"])
