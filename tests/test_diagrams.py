@@ -335,3 +335,62 @@ def test_no_text_is_smaller_than_the_floor(fresh):
     d.label(100, 50, "tiny", 6)
     d.math(100, 80, r"\mathbf{q}", 8)
     assert re.findall(r'font-size="([\d.]+)"', d.svg())[:2] == ["10", "12.5"]
+
+
+# --------------------------------------------------------------------------- diagrams drawn from attnlib
+def _diagram_texts(name: str) -> tuple[str, str]:
+    """The caption and alt text of diagram ``name`` in its chapter."""
+    nb = json.loads(cli.chapter_path(REGISTRY[name].chapter).read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if diagrams.cell_name(c) == name)
+    return diagrams.cell_texts(cell)
+
+
+def test_the_heads_diagram_shows_what_its_caption_and_alt_text_say():
+    """ch05_heads_sentence draws weights computed from the shipped Transformer: the head each
+    caption sentence names looks where the caption says, and every weight the alt text quotes is
+    the drawn one (a retrained model would fail here before a reader sees a wrong caption)."""
+    from diagrams import ch05
+
+    tokens, rows = ch05.head_weights()
+    assert tokens == [*ch05.HEADS_SENTENCE.split(), "<eos>"]
+    assert all(abs(sum(row) - 1) < 0.03 for row in rows)  # rounded softmax rows
+    caption, alt = _diagram_texts("ch05_heads_sentence")
+    top = [tokens[row.index(max(row))] for row in rows]
+    assert top == ["my", ".", "green", "car"], top  # "Head 1 looks mostly at my, head 2 at the final ..."
+    for sentence in ("Head 1 looks mostly at *my*", "head 2 at the final `.`", "head 3 at *green*",
+                     "head 4 at *car* itself"):
+        assert sentence in caption
+    spoken, checked = {"the full stop": "."}, 0
+    parts = alt.split("The largest weights: ")[1].rstrip(".").split("; ")
+    assert [part.split(",")[0] for part in parts] == [f"head {h + 1}" for h in range(len(rows))]
+    for h, part in enumerate(parts):
+        for word, value in re.findall(r"(the full stop|<eos>|\w+) (\.\d\d)", part):
+            drawn = rows[h][tokens.index(spoken.get(word, word))]
+            assert f"{drawn:.2f}".lstrip("0") == value, (h, word, value)
+            checked += 1
+    assert checked == 11, checked
+
+
+def test_a_weight_on_a_rounding_boundary_is_refused():
+    from diagrams import ch05
+
+    assert ch05._rounded(0.3449) == 0.34 and ch05._rounded(0.3451) == 0.35
+    with pytest.raises(ValueError, match="rounding boundary"):
+        ch05._rounded(0.345 + 1e-7)
+
+
+def test_the_beam_diagram_is_what_attnlibs_beam_search_does():
+    """ch07_beam_search's tree is kept, finished and ranked by attnlib's beam_search_ids itself;
+    here the outcome the caption describes: two hypotheses finish, the length penalty picks the
+    longer one although the shorter is more probable (with alpha = 0 the shorter wins)."""
+    from diagrams import ch07
+
+    run = ch07.beam_run()
+    assert set(run["finished"]) == {("un", "chat", "<eos>"), ("le", "chat", "dort", "<eos>")}
+    assert run["winner"] == ("le", "chat", "dort", "<eos>")
+    short, long = run["finished"][("un", "chat", "<eos>")], run["finished"][run["winner"]]
+    assert short[0] > long[0] and short[2] < long[2]  # more probable, ranked second
+    assert run["extended"] == {(), ("le",), ("un",), ("le", "chat"), ("un", "chat"), ("le", "chat", "dort")}
+    for prefix, log_p in ch07.BEAM_TREE.items():  # every drawn node's children fit in probability 1
+        children = [v for p, v in ch07.BEAM_TREE.items() if p[:-1] == prefix]
+        assert sum(2.718281828 ** (v - log_p) for v in children) <= 1
