@@ -131,7 +131,8 @@ def ch05_split_heads(d: Diagram) -> None:
 
 
 # --------------------------------------------------------------------------- heads on a sentence
-#: What ch05_heads_sentence draws: chapter 5's first test sentence (section 5.5), the layer and the
+#: What ch05_heads_sentence draws: the first test sentence chapter 5 studies (section 5.5's
+#: ``pick_sentences``; not ``data.test[0]``), the layer and the
 #: query token whose row of weights is drawn, head by head. The weights are computed when the
 #: diagram is rendered, from the Transformer whose weights ship with attnlib (the model of
 #: chapter 5), so the diagram shows that model and no copy of its numbers.
@@ -186,7 +187,8 @@ def _mix(colour: str, t: float) -> str:
 def ch05_heads_sentence(d: Diagram) -> None:
     """One query token's row of self-attention weights in each head of one layer of chapter 5's
     trained Transformer, drawn as lines from the query to every token, as wide and as dark as the
-    weight: the heads of one layer look at different words (Alammar's "it -> animal" picture)."""
+    weight: the heads of one layer look at different words. The two-column view is the attention
+    view of Vig's bertviz (2019), made familiar by Alammar's *The Illustrated Transformer*."""
     tokens, rows = head_weights()
     q, k = ROLES["query"], ROLES["key"]
     line = viridis(0.35)
