@@ -220,15 +220,17 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
     nq, nk = queries.shape[-2], keys.shape[-2]
     if mask is not None and mask.dim() == 1:
         mask = mask.unsqueeze(0)  # (1, keys): the same keys for every query
-    if mask is not None:  # zero the keys and values that no query may see: padding garbage stays out
-        keys, values = zero_unseen(mask, keys, values)
-    may_be_empty = mask is not None and rows_may_be_empty  # a causal mask alone never empties a row
+    padded = mask is not None
+    may_be_empty = padded and rows_may_be_empty  # a causal mask alone never empties a row
     if causal and nq == 1:
         causal = False  # one new query (decoding with a cache) is the last position: it sees every key
     if causal and (mask is not None or nq != nk or need_weights):
         cm = causal_mask(nq, nk, queries.device)  # (queries, keys); hides no key from every query
         mask = cm if mask is None else mask & cm
         causal = False
+    if padded:  # zero the keys and values that no query may see: padding garbage stays out (after
+        # the causal mask joins: per-query lengths and causality together can hide a key from all)
+        keys, values = zero_unseen(mask, keys, values)
     if not need_weights:
         # Some fused kernels (the CPU's among them) return zeros for a query holding NaN; the
         # rule is NaN, as on the weights path: out + 0 * sum(query) costs O(q d) and turns such

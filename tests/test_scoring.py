@@ -211,6 +211,18 @@ def test_garbage_in_masked_keys_and_values_never_leaks(dtype, garbage):
     torch.testing.assert_close(_both_paths(q, k, v, mask)[0].float(), clean[0].float(), atol=tol, rtol=tol)
 
 
+def test_a_key_hidden_only_by_lengths_and_causality_together_never_leaks():
+    """Per-query lengths (3, 1, 1) let key 2 be seen by query 0 only, which causality hides it
+    from: no query sees it, and the NaN it holds must reach no output, on either path."""
+    q, k, v = (torch.randn(1, 2, 3, 8) for _ in range(3))
+    mask = torch.arange(3) < torch.tensor([3, 1, 1]).view(3, 1)  # (queries, keys)
+    k[..., 2, :], v[..., 2, :] = float("nan"), float("nan")
+    fused, weighted, weights = _both_paths(q, k, v, mask, causal=True)
+    assert torch.isfinite(fused).all() and torch.isfinite(weighted).all()
+    assert torch.equal(weights[..., 2], torch.zeros_like(weights[..., 2]))
+    torch.testing.assert_close(fused, weighted)
+
+
 @pytest.mark.parametrize("need_weights", [False, True])
 def test_nan_query_gives_nan_row_and_fully_masked_row_gives_zeros(need_weights):
     q, k, v = torch.randn(2, 1, 3, 8), torch.randn(2, 1, 5, 8), torch.randn(2, 1, 5, 8)
