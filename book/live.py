@@ -10,6 +10,12 @@ weights out. The page decodes greedily with it, one graph run per emitted token,
 ``attnlib.greedy_decode`` does with the key/value cache: the causal mask keeps every position
 blind to the padding after it, so the logits at position ``t`` are those of the prefix alone.
 
+Chapter 4's Bahdanau model (also shipped) becomes two graphs, as its decoder runs: the encoder
+(:class:`BahdanauEncoderGraph`, the source's ids in, its annotations and final state out) once
+per sentence, then one decoder step (:class:`BahdanauStepGraph`: the previous token, the state
+and the annotations in; the logits, the new state and the attention weights out) per emitted token,
+as ``greedy_decode`` steps the decoder with its state.
+
 The export is tied to its inputs by a recipe (:func:`recipe`): the weights' own recipe (the code
 of ``attnlib.presets.TRAINING_CODE``, the data, the settings), the weights file and this module.
 Shipped weights made from another recipe (attnlib's model code changed since ``make models``)
@@ -24,6 +30,7 @@ import gzip
 import hashlib
 import json
 import sys
+import warnings
 from pathlib import Path
 from unittest import mock
 
@@ -84,6 +91,40 @@ class TranslationGraph(_torch().nn.Module):
             weights = [_torch().cat([rec.last(n) for n in self.names[kind]])  # (L, H, queries, keys)
                        for kind in ("enc_self", "dec_self", "cross")]
         return (logits, *weights)
+
+
+class BahdanauEncoderGraph(_torch().nn.Module):
+    """``src (1, n)`` -> ``enc_outputs (1, n, num_hiddens)``, ``hidden (num_layers, 1, num_hiddens)``.
+
+    The source comes unpadded (its ``n`` ids, ``<eos>`` included), so the GRU reads exactly its
+    tokens: what the packed sequence that ``greedy_decode`` feeds it reads, with no packing in
+    the graph (whose lengths live in Python)."""
+
+    def __init__(self, model) -> None:
+        super().__init__()
+        self.model = model.eval()
+
+    def forward(self, src):
+        outputs, hidden = self.model.encoder(src)  # (n, 1, h) time first, (layers, 1, h)
+        return outputs.transpose(0, 1), hidden  # (1, n, h)
+
+
+class BahdanauStepGraph(_torch().nn.Module):
+    """``(y (1, 1), hidden (num_layers, 1, h), enc_outputs (1, n, h))`` -> ``logits (1, 1, vocab)``,
+    the new ``hidden`` and the step's attention weights ``(1, 1, 1, n)``: one call of the decoder
+    on the previous token with its state, as ``greedy_decode`` makes per emitted token."""
+
+    def __init__(self, model) -> None:
+        super().__init__()
+        self.model = model.eval()
+
+    def forward(self, y, hidden, enc_outputs):
+        from attnlib.recording import record_attention
+
+        with record_attention(self.model.decoder) as rec:  # no lengths: the source has no padding
+            logits, (_, hidden, _) = self.model.decoder(y, [enc_outputs, hidden, None])
+            weights = rec.last("attention")  # (1, 1, 1, n): (batch, heads, queries, keys)
+        return logits, hidden, weights
 
 
 # --------------------------------------------------------------------------- the models
@@ -182,6 +223,37 @@ def export_translation(path: Path, name: str = "transformer") -> dict:
             "unk": data.src_vocab.unk}
 
 
+def export_bahdanau(out: Path, name: str = "bahdanau") -> dict:
+    """Write the encoder's and the decoder step's ONNX graphs of preset ``name`` to
+    ``out/{name}-encoder.onnx`` and ``out/{name}-step.onnx``; return what the page needs besides."""
+    torch = _torch()
+    model, data, _ = shipped_model(name)
+    src, valid = data.encode_src("i'm home .")
+    src = src[:, :int(valid)]  # (1, n): the ids without padding
+    encoder, step = BahdanauEncoderGraph(model).eval(), BahdanauStepGraph(model).eval()
+    out.mkdir(parents=True, exist_ok=True)
+    with torch.no_grad(), _without_value_checks(), warnings.catch_warnings():
+        enc_outputs, hidden = encoder(src)
+        # The encoder by the TorchScript exporter, which writes ONNX's own GRU operator with a free
+        # source length (torch.export's lowering of the GRU keeps the example's length). Its
+        # warnings: that it is the older exporter, and about batches of other sizes (the page's is 1).
+        warnings.filterwarnings("ignore", message=".*(legacy TorchScript|batch_size other than 1)")
+        torch.onnx.export(encoder, (src,), str(out / f"{name}-encoder.onnx"), dynamo=False,
+                          input_names=["src"], output_names=["enc_outputs", "hidden"],
+                          dynamic_axes={"src": {1: "n"}, "enc_outputs": {1: "n"}})
+        n = torch.export.Dim("n", min=1, max=data.num_steps)
+        y = torch.tensor([[data.tgt_vocab.bos]])
+        program = torch.onnx.export(step, (y, hidden, enc_outputs), dynamo=True,
+                                    input_names=["y", "hidden", "enc_outputs"],
+                                    output_names=["logits", "hidden_out", "weights"],
+                                    dynamic_shapes=(None, None, {1: n}), verbose=False)
+        program.save(str(out / f"{name}-step.onnx"), external_data=False)
+    return {"name": name, "arch": "gru", "steps": data.num_steps, "layers": 1, "heads": 1,
+            "src_vocab": data.src_vocab.idx_to_token, "tgt_vocab": data.tgt_vocab.idx_to_token,
+            "pad": data.tgt_vocab.pad, "bos": data.tgt_vocab.bos, "eos": data.tgt_vocab.eos,
+            "unk": data.src_vocab.unk}
+
+
 def _b64gz(data: bytes) -> str:
     return base64.b64encode(gzip.compress(data, 9, mtime=0)).decode("ascii")
 
@@ -193,9 +265,10 @@ def _script(variable: str, payload: dict) -> str:
             + json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + ";\n")
 
 
-#: The live translation models: chapter 7's Transformer (post-LN, as in the paper) and the pre-LN
-#: variant the chapter compares it with, both shipped (``attnlib.presets.PRETRAINED``).
-MODELS = ("transformer", "transformer_pre_ln")
+#: The live translation models: chapter 7's Transformer (post-LN, as in the paper), the pre-LN
+#: variant the chapter compares it with and chapter 4's Bahdanau model, all shipped
+#: (``attnlib.presets.PRETRAINED``).
+MODELS = ("transformer", "transformer_pre_ln", "bahdanau")
 
 
 def wanted() -> dict:
@@ -212,12 +285,16 @@ def build(out: Path = OUT, force: bool = False) -> Path:
         return out
     out.mkdir(parents=True, exist_ok=True)
     for name in MODELS:
-        onnx_path = out / f"{name}.onnx"
-        meta = export_translation(onnx_path, name)
-        model = onnx_path.read_bytes()
-        onnx_path.unlink()  # the page loads the script below; the .onnx stays out of the site
-        (out / f"{name}.js").write_text(
-            _script(name, {**meta, "onnx": _b64gz(model), "recipe": want[name]}))
+        if name == "bahdanau":
+            meta = export_bahdanau(out, name)
+            graphs = {part: out / f"{name}-{part}.onnx" for part in ("encoder", "step")}
+        else:
+            graphs = {"onnx": out / f"{name}.onnx"}
+            meta = export_translation(graphs["onnx"], name)
+        for key, onnx_path in graphs.items():  # the page loads the script below: no .onnx in the site
+            meta[key] = _b64gz(onnx_path.read_bytes())
+            onnx_path.unlink()
+        (out / f"{name}.js").write_text(_script(name, {**meta, "recipe": want[name]}))
     ort = fetch_ort()
     (out / "ort.wasm.min.js").write_bytes((ort / "ort.wasm.min.js").read_bytes())
     (out / "ort-runtime.js").write_text(_script("runtime", {
@@ -240,7 +317,8 @@ def is_fresh(out: Path = OUT) -> bool:
 LIVE_WORDS = {
     "note": "Type an English sentence: the chapter's Transformer, the very weights above, translates "
             "it in your browser (ONNX Runtime Web, nothing leaves the page) and shows its attention. "
-            "Switch to the pre-LN variant to see how the other model reads the same sentence.",
+            "Switch to the pre-LN variant, or to chapter 4's Bahdanau model, to see how another model "
+            "reads the same sentence.",
     "label": "English sentence",
     "button": "Translate",
     "hint": "The sentence is lower-cased and split into words as the book's data is; a word the "
@@ -249,6 +327,7 @@ LIVE_WORDS = {
     "model": "model",
     "transformer": "post-LN, as in the paper (the chapter's model)",
     "transformer_pre_ln": "pre-LN (the chapter's comparison)",
+    "bahdanau": "Bahdanau's GRU with additive attention (chapter 4)",
     "layer": "layer",
     "head": "head",
     "attention": "attention",
@@ -256,6 +335,7 @@ LIVE_WORDS = {
     "dec_self": "decoder self-attention",
     "cross": "encoder-decoder attention",
     "title": "{kind}, layer {layer}, head {head}",
+    "gru_title": "Bahdanau's additive attention: each output word (row) over the source words",
     "idle": "The model loads when you first use the box (about 6 MB).",
     "loading": "Loading the model and ONNX Runtime Web...",
     "ready": "The model is ready: type a sentence and press Enter.",

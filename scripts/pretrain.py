@@ -11,7 +11,8 @@ the recipe has changed since. Run this script then:
 * when the fresh model is within ``attnlib.presets.SHIPPED_TOLERANCE`` of the shipped one (its loss
   curve and held-out BLEU), training still yields models of the shipped quality: the shipped weights
   are kept, so the chapters' outputs stay as they are, and only their recipe is updated;
-* otherwise, or with ``--replace``, the fresh weights replace them (re-execute chapters 5 and 7).
+* otherwise, or with ``--replace``, the fresh weights replace them (re-execute chapters 4, 5 and 7,
+  which load them).
 
 Another CPU never reproduces the shipped weights bit for bit (docs/reproducibility.md), which is why
 the weights are only replaced when training really changed.
@@ -60,7 +61,7 @@ def main() -> None:
             history = History(**saved["history"])
             what = "trains to the shipped quality: kept the shipped weights, updated their recipe"
         else:
-            what = f"wrote fresh weights ({'; '.join(problems) or '--replace'}): re-execute chapters 5 and 7"
+            what = f"wrote fresh weights ({'; '.join(problems) or '--replace'}): re-execute chapters 4, 5 and 7"
         for old in path.parent.glob(f"{name}-*.pt"):
             old.unlink()
         save_trained(model, history, path, recipe(name, data))

@@ -67,6 +67,21 @@ def pre_ln_model():
     return model
 
 
+@pytest.fixture(scope="module")
+def bahdanau_model():
+    model, _, _ = live.shipped_model("bahdanau")
+    return model
+
+
+def sessions(meta):
+    """ONNX Runtime sessions of an export (one graph, or the Bahdanau model's encoder and step)."""
+    import onnxruntime
+
+    return {part: onnxruntime.InferenceSession(gzip.decompress(base64.b64decode(meta[part])),
+                                               providers=["CPUExecutionProvider"])
+            for part in ("onnx", "encoder", "step") if part in meta}
+
+
 def ort_greedy(session, meta, tokens):
     """The page's decoding (live.js), in Python: one graph run per token."""
     S, index = meta["steps"], {t: i for i, t in enumerate(meta["src_vocab"])}
@@ -86,21 +101,39 @@ def ort_greedy(session, meta, tokens):
     return out, cross[:, :, :len(out), :len(ids)]
 
 
-@pytest.mark.parametrize("name", live.MODELS)
-def test_onnx_runtime_decodes_like_attnlib(name, exported, chapter_model, pre_ln_model):
-    import onnxruntime
+def ort_greedy_gru(encoder, step, meta, tokens):
+    """The page's decoding of the Bahdanau model (live.js), in Python: the encoder once on the
+    unpadded source, then one decoder step per token with the GRU state."""
+    index = {t: i for i, t in enumerate(meta["src_vocab"])}
+    ids = np.array([[index.get(t, meta["unk"]) for t in tokens] + [meta["eos"]]], np.int64)
+    enc_outputs, hidden = encoder.run(None, {"src": ids})
+    y, out, rows = meta["bos"], [], []
+    for _ in range(meta["steps"]):
+        logits, hidden, weights = step.run(None, {"y": np.array([[y]], np.int64), "hidden": hidden,
+                                                  "enc_outputs": enc_outputs})
+        out.append(y := int(logits[0, 0].argmax()))
+        rows.append(weights[0, 0, 0])
+        if y == meta["eos"]:
+            break
+    return out, np.stack(rows)[None, None]  # (1, 1, steps, n)
 
+
+@pytest.mark.parametrize("name", live.MODELS)
+def test_onnx_runtime_decodes_like_attnlib(name, exported, chapter_model, pre_ln_model, bahdanau_model):
     import attnlib
 
     meta = exported[name]
     data = chapter_model[1]
-    model = chapter_model[0] if name == "transformer" else pre_ln_model
-    session = onnxruntime.InferenceSession(gzip.decompress(base64.b64decode(meta["onnx"])),
-                                           providers=["CPUExecutionProvider"])
+    model = {"transformer": chapter_model[0], "transformer_pre_ln": pre_ln_model,
+             "bahdanau": bahdanau_model}[name]
+    graphs = sessions(meta)
     outputs = set()
     for sentence in SENTENCES:
         tokens = sentence.split()
-        ids, cross = ort_greedy(session, meta, tokens)
+        if name == "bahdanau":
+            ids, cross = ort_greedy_gru(graphs["encoder"], graphs["step"], meta, tokens)
+        else:
+            ids, cross = ort_greedy(graphs["onnx"], meta, tokens)
         want = attnlib.greedy_decode(model, data, tuple(tokens))
         got = [meta["tgt_vocab"][i] for i in ids]
         assert got == want.target_labels, sentence
@@ -129,6 +162,33 @@ def test_the_graph_equals_pytorch_on_a_batch_of_positions(exported, chapter_mode
     assert got[3][:, :, :, int(valid):].max() == 0  # no weight on the source's padding
 
 
+def test_the_bahdanau_graphs_equal_pytorch_on_every_output(exported, bahdanau_model, chapter_model):
+    """The encoder's annotations and state, and a decoder step's logits, state and weights, against
+    the PyTorch modules, from a state that is not the initial one (two steps in)."""
+    meta, data = exported["bahdanau"], chapter_model[1]
+    graphs = sessions(meta)
+    src, valid = data.encode_src("the woman washes the big car .")
+    src = src[:, :int(valid)]
+    encoder, step = live.BahdanauEncoderGraph(bahdanau_model), live.BahdanauStepGraph(bahdanau_model)
+    with torch.no_grad():
+        want_enc = encoder(src)
+        got_enc = graphs["encoder"].run(None, {"src": src.numpy()})
+        hidden = want_enc[1]
+        for token in ("<bos>", "la"):
+            y = torch.tensor([[data.tgt_vocab[token]]])
+            want = step(y, hidden, want_enc[0])
+            got = graphs["step"].run(None, {"y": y.numpy(), "hidden": hidden.numpy(),
+                                            "enc_outputs": want_enc[0].numpy()})
+            hidden = want[1]
+    for g, w in zip([*got_enc, *got], [*want_enc, *want], strict=True):
+        np.testing.assert_allclose(g, w.numpy(), atol=1e-4)
+    # the packed encoder that greedy_decode runs on the padded source gives the same annotations
+    padded, _ = data.encode_src("the woman washes the big car .")
+    with torch.no_grad():
+        packed, _ = bahdanau_model.encoder(padded, valid)  # (steps, 1, h)
+    np.testing.assert_allclose(got_enc[0][0], packed[:int(valid), 0].numpy(), atol=1e-5)
+
+
 def test_a_changed_recipe_is_stale_and_stale_weights_are_refused(monkeypatch, exported):
     import attnlib.presets
 
@@ -145,6 +205,7 @@ def test_runtime_and_model_sizes(exported):
     assert sum(sizes.values()) < 20e6, sizes
     assert exported["ort-runtime"]["version"] == live.ORT_VERSION
     assert exported["transformer"]["onnx"] != exported["transformer_pre_ln"]["onnx"]
+    assert sizes["bahdanau.js"] < 0.5e6, sizes  # the site has room for small models only
 
 
 # --------------------------------------------------------------------------- the page
@@ -210,7 +271,7 @@ def submit(page, box, text, timeout=60_000):
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["file", "http"])
 def test_the_page_translates_what_the_reader_types_as_attnlib(how, sites, server, browser,  # noqa: F811
-                                                              chapter_model, pre_ln_model):
+                                                              chapter_model, pre_ln_model, bahdanau_model):
     import attnlib
 
     model, data = chapter_model
@@ -244,6 +305,31 @@ def test_the_page_translates_what_the_reader_types_as_attnlib(how, sites, server
         box.locator(".live-heat").focus()
         page.keyboard.press("ArrowRight")
         assert re.search(r"weight \d\.\d{3}", box.locator(".live-readout").inner_text())
+        # chapter 4's Bahdanau model on the same sentence, then on others: its tokens and its one map
+        box.locator("[data-live-control=model]").select_option("bahdanau")
+        page.wait_for_function("(document.querySelector('div.live').liveResult || {}).model"
+                               " === 'bahdanau'", timeout=60_000)
+        assert box.locator("[data-live-control=kind]").is_disabled()
+        assert "Bahdanau's additive attention" in box.locator(".live-maptitle").inner_text()
+        first = page.evaluate("document.querySelector('div.live').liveResult.totalMs")  # loading too
+        gru_timings = []
+        for sentence in SENTENCES[::-1]:
+            r = submit(page, box, sentence)
+            want = attnlib.greedy_decode(bahdanau_model, data, sentence)
+            assert r["src"] == want.src_tokens and r["labels"] == want.target_labels, sentence
+            assert r["dims"][:2] == [1, 1]
+            cross = np.array(r["cross"], np.float32).reshape(r["dims"])
+            np.testing.assert_allclose(cross, want.attention.numpy(), atol=1e-4)
+            gru_timings.append(r["ms"])
+        print(f"{how}: Bahdanau, first with loading {first:.0f} ms, then after loading (ms): "
+              f"{[round(t) for t in gru_timings]}")
+        box.locator(".live-heat").focus()
+        page.keyboard.press("ArrowDown")
+        assert re.search(r"weight \d\.\d{3}", box.locator(".live-readout").inner_text())
+        box.locator("[data-live-control=model]").select_option("transformer")  # back: all three maps
+        page.wait_for_function("(document.querySelector('div.live').liveResult || {}).model"
+                               " === 'transformer'", timeout=60_000)
+        assert not box.locator("[data-live-control=kind]").is_disabled()
         assert not errors and not remote, (errors, remote)
     finally:
         context.close()

@@ -2,7 +2,8 @@
  *
  * A box <div class="live"> takes an English sentence, and the chapter's Transformer, exported to ONNX
  * from the weights the chapter loads, translates it with ONNX Runtime Web (WebAssembly, one thread):
- * greedy decoding, one graph run per token, as attnlib.greedy_decode. Nothing loads until the reader
+ * greedy decoding, one graph run per token, as attnlib.greedy_decode; chapter 4's Bahdanau model runs
+ * its encoder graph once, then its decoder-step graph per token, carrying the GRU state. Nothing loads until the reader
  * first uses the box. The runtime and the model come as classic scripts (gzip, base64), which a page
  * opened from file:// can load, where it could fetch no file and import no module. */
 (function () {
@@ -53,12 +54,17 @@
     if (models[name]) return models[name];
     models[name] = Promise.all([loadRuntime(base), script(base + name + ".js")]).then(function (got) {
       var ort = got[0], meta = window.ATTN_LIVE[name];
-      return gunzip(meta.onnx).then(function (bytes) {
-        return ort.InferenceSession.create(bytes, {executionProviders: ["wasm"]});
-      }).then(function (session) {
+      var parts = meta.arch === "gru" ? ["encoder", "step"] : ["onnx"];
+      return Promise.all(parts.map(function (part) {
+        return gunzip(meta[part]).then(function (bytes) {
+          return ort.InferenceSession.create(bytes, {executionProviders: ["wasm"]});
+        });
+      })).then(function (sessions) {
         meta.index = {};
         meta.src_vocab.forEach(function (t, i) { meta.index[t] = i; });
-        return {ort: ort, session: session, meta: meta, name: name};
+        var model = {ort: ort, meta: meta, name: name};
+        parts.forEach(function (part, i) { model[part === "onnx" ? "session" : part] = sessions[i]; });
+        return model;
       });
     });
     models[name].catch(function () { delete models[name]; });
@@ -85,7 +91,38 @@
     return best;
   }
 
+  /* Chapter 4's Bahdanau model, as greedy_decode steps its decoder: the encoder once on the source
+   * (unpadded, so its GRUs read just these tokens), then one decoder step per emitted token with the
+   * previous token and the GRU state; each step's attention weights are one row of the map. */
+  async function translateGRU(model, tokens) {
+    var ort = model.ort, m = model.meta, S = m.steps, V = m.tgt_vocab.length;
+    var srcIds = tokens.map(function (t) { return t in m.index ? m.index[t] : m.unk; }).concat([m.eos]);
+    var n = srcIds.length;
+    var enc = await model.encoder.run({src: new ort.Tensor("int64", BigInt64Array.from(srcIds.map(BigInt)), [1, n])});
+    var hidden = enc.hidden, out = [], rows = [];
+    var y = m.bos;
+    for (var step = 0; step < S; step++) {
+      var r = await model.step.run({y: new ort.Tensor("int64", BigInt64Array.from([BigInt(y)]), [1, 1]),
+                                    hidden: hidden, enc_outputs: enc.enc_outputs});
+      var next = argmax(r.logits.data, 0, V);
+      out.push(next);
+      rows.push(r.weights.data);
+      hidden = r.hidden_out;
+      if (next === m.eos) break;
+      y = next;
+    }
+    var finished = out[out.length - 1] === m.eos;
+    var body = finished ? out.slice(0, -1) : out;
+    var words = body.map(function (i) { return m.tgt_vocab[i]; });
+    var cross = new Float32Array(rows.length * n);
+    rows.forEach(function (row, i) { cross.set(row, i * n); });
+    return {srcTokens: srcIds.map(function (i) { return m.src_vocab[i]; }), tokens: words, finished: finished,
+            steps: out.length, labels: words.concat(finished ? ["<eos>"] : []), arch: "gru",
+            maps: {cross: {dims: [1, 1, rows.length, n], data: cross}}};
+  }
+
   async function translate(model, tokens) {
+    if (model.meta.arch === "gru") return translateGRU(model, tokens);
     var ort = model.ort, m = model.meta, S = m.steps;
     var srcIds = tokens.map(function (t) { return t in m.index ? m.index[t] : m.unk; }).concat([m.eos]);
     var src = new BigInt64Array(S), tgt = new BigInt64Array(S);
@@ -137,15 +174,18 @@
   function draw(box, w) {
     var r = box.liveResult;
     if (!r) return;
-    var kind = box.querySelector("[data-live-control=kind]").value;
-    var l = +box.querySelector("[data-live-control=layer]").value, h = +box.querySelector("[data-live-control=head]").value;
+    var gru = r.arch === "gru"; // one attention: the decoder's over the source, one layer, one head
+    ["kind", "layer", "head"].forEach(function (c) { box.querySelector("[data-live-control=" + c + "]").disabled = gru; });
+    var kind = gru ? "cross" : box.querySelector("[data-live-control=kind]").value;
+    var l = gru ? 0 : +box.querySelector("[data-live-control=layer]").value;
+    var h = gru ? 0 : +box.querySelector("[data-live-control=head]").value;
     var rowsL = {enc_self: r.srcTokens, dec_self: r.tgtIn, cross: r.labels}[kind];
     var colsL = {enc_self: r.srcTokens, dec_self: r.tgtIn, cross: r.srcTokens}[kind];
     var m = matrix(r.maps[kind], l, h, rowsL.length, colsL.length);
     var cell = 28, left = 8 + 7.5 * Math.max.apply(null, rowsL.map(function (s) { return s.length; }));
     var top = 8 + 7.5 * Math.max.apply(null, colsL.map(function (s) { return s.length; }));
     var W = left + cell * colsL.length + 4, H = top + cell * rowsL.length + 4;
-    var title = fmt(w.title, {kind: w[kind], layer: l + 1, head: h + 1});
+    var title = gru ? w.gru_title : fmt(w.title, {kind: w[kind], layer: l + 1, head: h + 1});
     var svg = svgEl("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img",
                             "aria-label": title, "class": "live-map"});
     colsL.forEach(function (t, j) {
