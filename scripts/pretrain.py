@@ -61,7 +61,8 @@ def main() -> None:
             history = History(**saved["history"])
             what = "trains to the shipped quality: kept the shipped weights, updated their recipe"
         else:
-            what = f"wrote fresh weights ({'; '.join(problems) or '--replace'}): re-execute chapters 4, 5 and 7"
+            what = (f"wrote fresh weights ({'; '.join(problems) or '--replace'}): "
+                    "re-execute chapters 4, 5 and 7")
         for old in path.parent.glob(f"{name}-*.pt"):
             old.unlink()
         save_trained(model, history, path, recipe(name, data))
