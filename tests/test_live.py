@@ -52,7 +52,7 @@ def exported():
         text = (out / f"{name}.js").read_text(encoding="utf-8")
         return json.loads(text[text.index("] = ") + 4: text.rindex(";")])
 
-    return {name: payload(name) for name in (*live.MODELS, "ort-runtime")}
+    return {name: payload(name) for name in (*live.MODELS, live.LM_MODEL, "ort-runtime")}
 
 
 @pytest.fixture(scope="module")
@@ -189,6 +189,47 @@ def test_the_bahdanau_graphs_equal_pytorch_on_every_output(exported, bahdanau_mo
     np.testing.assert_allclose(got_enc[0][0], packed[:int(valid), 0].numpy(), atol=1e-5)
 
 
+@pytest.fixture(scope="module")
+def char_lm():
+    model, vocab, _ = live.shipped_char_lm()
+    return model, vocab
+
+
+def lm_prompt(vocab, text):
+    return torch.tensor([[vocab.bos] + vocab[list(text)]])  # (1, steps)
+
+
+def test_the_language_model_graph_equals_pytorch(exported, char_lm):
+    """Logits and every head's weights on a padded prompt, and greedy generation run like the page
+    (one graph run per character) against attnlib.lm.sample at temperature 0."""
+    from attnlib import lm
+
+    model, vocab = char_lm
+    meta = exported[live.LM_MODEL]
+    session = sessions(meta)["onnx"]
+    T = meta["steps"]
+    for text in ("tom is ", "where did you p", "i"):
+        prompt = lm_prompt(vocab, text)
+        n = prompt.shape[1]
+        ids = np.full((1, T), vocab.pad, np.int64)
+        ids[0, :n] = prompt.numpy()
+        logits, weights = session.run(None, {"ids": ids})
+        with torch.no_grad():
+            want_logits, want_weights = live.LanguageModelGraph(model)(prompt)
+        np.testing.assert_allclose(logits[:, :n], want_logits.numpy(), atol=1e-4)
+        np.testing.assert_allclose(weights[:, :, :n, :n], want_weights.numpy(), atol=1e-4)
+        assert weights[:, :, :n, n:].max() == 0  # causal: no weight on what comes after
+        out = list(prompt[0].tolist())  # greedy, as the page at temperature 0
+        while len(out) < T:
+            ids[0, :len(out)] = out
+            nxt = int(session.run(None, {"ids": ids})[0][0, len(out) - 1].argmax())
+            if nxt == vocab.eos:
+                break
+            out.append(nxt)
+        want = lm.sample(model, prompt, T - n, temperature=0, stop=vocab.eos)[0].tolist()
+        assert out == [i for i in want if i != vocab.eos], text
+
+
 def test_a_changed_recipe_is_stale_and_stale_weights_are_refused(monkeypatch, exported):
     import attnlib.presets
 
@@ -206,6 +247,7 @@ def test_runtime_and_model_sizes(exported):
     assert exported["ort-runtime"]["version"] == live.ORT_VERSION
     assert exported["transformer"]["onnx"] != exported["transformer_pre_ln"]["onnx"]
     assert sizes["bahdanau.js"] < 0.5e6, sizes  # the site has room for small models only
+    assert sizes["char_lm.js"] < 0.5e6, sizes
 
 
 # --------------------------------------------------------------------------- the page
@@ -400,3 +442,115 @@ def test_both_editions_share_one_copy_of_the_runtime(sites):
     assert not (SITE / "zh" / "_static" / live.LIVE_DIR).exists()
     zh = (SITE / "zh" / PAGE).read_text(encoding="utf-8")
     assert 'data-base="../../_static/live/"' in zh
+
+
+# --------------------------------------------------------------------------- chapter 8's language model
+LM_PAGE = "notebooks/08_beyond_translation.html"
+
+
+def generate_on_page(page, box, prompt, temperature, seed, timeout=60_000):
+    box.locator("input[type=text]").fill(prompt)
+    page.evaluate("""([t, s]) => { const b = document.querySelector('div.live'); b.liveResult = null;
+      b.querySelector('[data-live-control=temperature]').value = t;
+      b.querySelector('[data-live-control=seed]').value = s; }""", [str(temperature), str(seed)])
+    box.locator("input[type=text]").press("Enter")
+    page.wait_for_function("['done', 'error'].includes(document.querySelector('div.live').dataset.state)",
+                           timeout=timeout)
+    return page.evaluate("""(() => { const r = document.querySelector('div.live').liveResult;
+      return r && {ids: r.ids, drawn: r.drawn, uniforms: r.uniforms, first: r.firstProbs, text: r.text,
+                   ms: r.ms, totalMs: r.totalMs, query: r.query, dims: r.weights.dims,
+                   weights: Array.from(r.weights.data)}; })()""")
+
+
+def replay(model, vocab, prompt_ids, uniforms, temperature):
+    """attnlib's distribution (lm.next_token_probs) sampled with the page's uniform numbers: the
+    first character whose cumulative probability passes each number."""
+    from attnlib import lm
+
+    ids, drawn = list(prompt_ids), []
+    for u in uniforms:
+        with torch.no_grad():
+            probs = lm.next_token_probs(model(torch.tensor([ids]))[:, -1], temperature)[0].double()
+        drawn.append(int(torch.searchsorted(probs.cumsum(0), torch.tensor([u], dtype=torch.float64),
+                                            right=True)))
+        if drawn[-1] == vocab.eos:
+            break
+        ids.append(drawn[-1])
+    return drawn
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["file", "http"])
+def test_the_language_model_generates_from_the_prompt_as_attnlib(how, sites, server, browser,  # noqa: F811
+                                                                 char_lm):
+    from attnlib import lm
+    from attnlib.recording import record_attention
+
+    model, vocab = char_lm
+    url = (SITE / LM_PAGE).as_uri() if how == "file" else f"{server}/{LM_PAGE}"
+    context, page, box, errors, remote = open_box(browser, url)
+    try:
+        assert box.get_attribute("data-state") == "idle" and not page.evaluate("'ort' in window")
+        timings = []
+        for prompt in ("tom is ", "Where did you"):  # temperature 0: attnlib's greedy sampling
+            r = generate_on_page(page, box, prompt, 0, 0)
+            assert r is not None, box.locator(".live-status").inner_text()
+            ids = lm_prompt(vocab, prompt.lower())
+            want = lm.sample(model, ids, 48 - ids.shape[1], temperature=0, stop=vocab.eos)
+            text = "".join(vocab.to_tokens([i for i in want[0, 1:].tolist() if i != vocab.eos]))
+            assert r["text"] == text, (r["text"], text)
+            timings.append(r["totalMs"])
+        for prompt, t, seed in (("i want ", 1.0, 3), ("she ", 1.5, 0), ("we are ", 0.5, 7)):
+            r = generate_on_page(page, box, prompt, t, seed)
+            prompt_ids = lm_prompt(vocab, prompt)[0].tolist()
+            assert r["drawn"] == replay(model, vocab, prompt_ids, r["uniforms"], t), (prompt, t, r["text"])
+            with torch.no_grad():
+                first = lm.next_token_probs(model(torch.tensor([prompt_ids]))[:, -1], t)[0]
+            np.testing.assert_allclose(r["first"], first.numpy(), atol=1e-5)
+            again = generate_on_page(page, box, prompt, t, seed)  # the same seed, the same text
+            assert again["text"] == r["text"]
+            timings.append(r["ms"])
+        print(f"\n{how}: language model, Enter to text (ms, the first with loading): "
+              f"{[round(x) for x in timings]}")
+        # the map: the step that chose the last character, every layer and head over what it saw
+        q = r["query"]
+        W = np.array(r["weights"], np.float32).reshape(r["dims"])[:, :, q, :q + 1]  # (L, H, q + 1)
+        with torch.no_grad(), record_attention(model) as rec:
+            model(torch.tensor([r["ids"][:q + 1]]))
+            want = torch.stack([rec.last(f"blks.{i}.attention")[0, :, q] for i in range(len(model.blks))])
+        np.testing.assert_allclose(W, want.numpy(), atol=1e-4)
+        rows = box.locator("svg.live-map > text[text-anchor=end]").all_inner_texts()
+        assert rows[:2] == ["layer 1, head 1", "layer 1, head 2"] and len(rows) == 8
+        box.locator(".live-heat").focus()
+        page.keyboard.press("ArrowRight")
+        assert re.search(r"weight \d\.\d{3}", box.locator(".live-readout").inner_text())
+        assert not errors and not remote, (errors, remote)
+    finally:
+        context.close()
+
+
+@pytest.mark.slow
+def test_the_language_model_box_says_what_it_did_to_the_prompt_passes_axe_and_speaks_chinese(
+        sites, server, browser, axe):  # noqa: F811
+    for url, chinese in ((f"{server}/{LM_PAGE}", False), (f"{server}/zh/{LM_PAGE}", True)):
+        context, page, box, errors, remote = open_box(browser, url)
+        try:
+            lay_out_everything(page)
+            page.add_script_tag(path=str(axe))
+            assert page.evaluate(AXE_JS, AXE_TAGS) == []
+            errors.clear()
+            note = box.locator(".live-input-note")
+            r = generate_on_page(page, box, "the man washes my bike and the woman reads the long book ", 0, 0)
+            assert r is not None and len(r["ids"]) <= 48
+            if not chinese:
+                assert "cut to the first 46" in note.inner_text()
+            generate_on_page(page, box, "tom ~ ", 0, 0)
+            assert "~" in note.inner_text()
+            text = box.inner_text()
+            assert bool(re.search(r"[\u4e00-\u9fff]{4}", text)) == chinese, text[:300]
+            assert not errors and not remote, (errors, remote)
+            page.add_script_tag(path=str(axe))
+            violations = page.evaluate(AXE_JS, AXE_TAGS)
+            assert violations == [], violations
+        finally:
+            context.close()
