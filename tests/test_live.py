@@ -402,8 +402,9 @@ def test_bad_input_gets_a_clear_message(sites, server, browser, chapter_model): 
 
 
 @pytest.mark.slow
-def test_without_webassembly_the_explorer_stays(sites, browser):  # noqa: F811
-    context, page, box, errors, _ = open_box(browser, (SITE / PAGE).as_uri(),
+@pytest.mark.parametrize("where", [PAGE, "notebooks/08_beyond_translation.html"])
+def test_without_webassembly_the_explorer_stays(where, sites, browser):  # noqa: F811
+    context, page, box, errors, _ = open_box(browser, (SITE / where).as_uri(),
                                              "delete window.WebAssembly")
     try:
         assert box.get_attribute("data-state") == "unsupported"
@@ -519,7 +520,8 @@ def test_the_language_model_generates_from_the_prompt_as_attnlib(how, sites, ser
             model(torch.tensor([r["ids"][:q + 1]]))
             want = torch.stack([rec.last(f"blks.{i}.attention")[0, :, q] for i in range(len(model.blks))])
         np.testing.assert_allclose(W, want.numpy(), atol=1e-4)
-        rows = box.locator("svg.live-map > text[text-anchor=end]").all_inner_texts()
+        rows = page.evaluate("Array.from(document.querySelectorAll("
+                             "'div.live svg.live-map > text[text-anchor=end]'), t => t.textContent)")
         assert rows[:2] == ["layer 1, head 1", "layer 1, head 2"] and len(rows) == 8
         box.locator(".live-heat").focus()
         page.keyboard.press("ArrowRight")
