@@ -143,21 +143,23 @@ TEST_KERNEL := build/test-kernel
 TEST_WORKERS ?= 2
 TEST_KERNEL_ENV = JUPYTER_PATH=$(abspath $(TEST_KERNEL))/share/jupyter ATTNBOOK_KERNEL=attnbook-wheel
 test: install book-deps lint
-	$(BIN)/python scripts/kernels.py $(TEST_KERNEL) $(PLAIN_CPU)
-	$(BIN)/python -m book.i18n generate
 ifeq ($(PYTEST_ARGS),)
-	$(BIN)/python -m book.build
-	$(BIN)/python -m book.build --lang zh
-	@echo "The training tests run beside the rest (log: build/test-training.log, shown at the end)."
+	@mkdir -p build; echo "The training tests start first and run beside the rest (log: build/test-training.log, shown at the end)."
 	@$(PLAIN_CPU) $(BIN)/python -m pytest -n 0 tests/test_training.py >build/test-training.log 2>&1 & \
 	  training=$$!; trap 'kill $$training 2>/dev/null' INT TERM; \
+	  set -x; $(BIN)/python scripts/kernels.py $(TEST_KERNEL) $(PLAIN_CPU) && \
+	  $(BIN)/python -m book.i18n generate && \
+	  $(BIN)/python -m book.build && \
+	  $(BIN)/python -m book.build --lang zh && \
 	  $(TEST_KERNEL_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=25 \
-	    --ignore=tests/test_training.py tests notebooks assignments/source; rest=$$?; \
+	    --ignore=tests/test_training.py tests notebooks assignments/source; rest=$$?; set +x; \
 	  wait $$training; trained=$$?; \
 	  echo; echo "== tests/test_training.py (the plainest CPU kernels), run beside the rest:"; \
 	  tail -n 30 build/test-training.log; \
 	  [ $$rest = 0 ] && [ $$trained = 0 ]
 else
+	$(BIN)/python scripts/kernels.py $(TEST_KERNEL) $(PLAIN_CPU)
+	$(BIN)/python -m book.i18n generate
 	$(TEST_KERNEL_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
 endif
 

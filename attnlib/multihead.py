@@ -15,6 +15,7 @@ heads are shared, ``num_kv_heads < num_heads``) and the same columns of ``W_o.we
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ._checks import (
@@ -29,7 +30,7 @@ from ._checks import (
 )
 from .positional import RotaryEmbedding
 from .recording import AttentionModule
-from .scoring import causal_mask, make_mask, scaled_dot_product
+from .scoring import causal_mask, make_mask, may_hide_every_key, scaled_dot_product
 
 
 class KVCache:
@@ -134,16 +135,36 @@ class MultiHeadAttention(AttentionModule):
         X = X.transpose(1, 2)  # (batch, n, heads, head_dim)
         return X.reshape(X.shape[0], X.shape[1], -1)  # (batch, n, num_hiddens)
 
+    def project(self, queries, keys, values):
+        """``W_q``, ``W_k``, ``W_v`` applied and split into heads: ``q (batch, heads, queries,
+        head_dim)``, ``k, v (batch, kv heads, keys, head_dim)``.
+
+        Self-attention (``queries``, ``keys`` and ``values`` one tensor) stacks the three
+        weight matrices and makes one matrix product, as ``nn.MultiheadAttention`` does
+        (nanoGPT's ``c_attn`` too): one call instead of three, each with its own overhead (a
+        kernel launch on a GPU), while ``W_q``, ``W_k``, ``W_v`` stay three layers to read and
+        to load.
+        """
+        h, kv = self.num_heads, self.num_kv_heads
+        if queries is keys is values:
+            layers = (self.W_q, self.W_k, self.W_v)
+            weight = torch.cat([W.weight for W in layers])  # ((heads + 2 kv heads) * head_dim, in)
+            bias = None if self.W_q.bias is None else torch.cat([W.bias for W in layers])
+            qkv = self.transpose_qkv(F.linear(queries, weight, bias), h + 2 * kv)
+            return qkv.split((h, kv, kv), dim=1)  # (batch, heads + 2 kv heads, n, head_dim) split
+        q = self.transpose_qkv(self.W_q(queries))  # (batch, heads, queries, head_dim)
+        k = self.transpose_qkv(self.W_k(keys), kv)  # (batch, kv heads, keys, head_dim)
+        v = self.transpose_qkv(self.W_v(values), kv)  # (batch, kv heads, keys, head_dim)
+        return q, k, v
+
     def forward(self, queries, keys, values, valid_lens=None, causal: bool = False,
                 cache: KVCache | None = None):
         check_inputs(self, queries, keys, values, causal, cache)
-        q = self.transpose_qkv(self.W_q(queries))  # (batch, heads, queries, head_dim)
         if cache is not None and cache.static and cache.k is not None:
+            q = self.transpose_qkv(self.W_q(queries))  # (batch, heads, queries, head_dim)
             k, v = cache.k, cache.v  # (batch, kv heads, keys, head_dim), projected on the first call
         else:
-            kv = self.num_kv_heads
-            k = self.transpose_qkv(self.W_k(keys), kv)  # (batch, kv heads, new keys, head_dim)
-            v = self.transpose_qkv(self.W_v(values), kv)  # (batch, kv heads, new keys, head_dim)
+            q, k, v = self.project(queries, keys, values)  # (batch, heads or kv heads, n, head_dim)
             if self.rope is not None:
                 k = self.rope(k, offset=0 if cache is None else len(cache))
             if cache is not None:
@@ -159,12 +180,13 @@ class MultiHeadAttention(AttentionModule):
         if mask is not None:
             mask = mask.unsqueeze(1)  # (batch, 1, 1 or queries, keys): same for every head
         p = self.dropout if self.training else 0.0
-        out, weights = grouped_attention(q, k, v, mask, causal, p, self.recording)
+        out, weights = grouped_attention(q, k, v, mask, causal, p, self.recording,
+                                         may_hide_every_key(valid_lens))
         self._keep(weights)  # (batch, heads, queries, keys), only while recording
         return self.W_o(self.transpose_output(out))  # (batch, queries, num_hiddens)
 
 
-def grouped_attention(q, k, v, mask, causal, dropout_p, need_weights):
+def grouped_attention(q, k, v, mask, causal, dropout_p, need_weights, rows_may_be_empty=True):
     """Scaled dot-product attention of ``q (batch, heads, queries, head_dim)`` over
     ``k, v (batch, kv_heads, keys, head_dim)``, each key/value head serving ``heads / kv_heads``
     query heads in a row. The weights path lays the queries of a group's heads one after the
@@ -177,13 +199,16 @@ def grouped_attention(q, k, v, mask, causal, dropout_p, need_weights):
     the shared head, its general fallback (float32 on CUDA, for one) repeats it with
     ``repeat_interleave``.
     ``mask`` is ``(batch, 1, 1 or queries, keys)`` or None. Returns ``(out (batch, heads,
-    queries, head_dim), weights (batch, heads, queries, keys) or None)``."""
+    queries, head_dim), weights (batch, heads, queries, keys) or None)``.
+    ``rows_may_be_empty`` as in :func:`attnlib.scoring.scaled_dot_product`."""
     group = q.shape[1] // k.shape[1]
+    empty = rows_may_be_empty
     if group == 1:
         return scaled_dot_product(q, k, v, mask, causal, dropout_p, need_weights=need_weights,
-                                  check=False)
+                                  check=False, rows_may_be_empty=empty)
     if not need_weights:
-        return scaled_dot_product(q, k, v, mask, causal, dropout_p, check=False, enable_gqa=True)
+        return scaled_dot_product(q, k, v, mask, causal, dropout_p, check=False, enable_gqa=True,
+                                  rows_may_be_empty=empty)
     b, h, nq, nk = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
     rows = q.reshape(b, k.shape[1], group * nq, q.shape[-1])  # (batch, kv heads, group * queries, head_dim)
     if causal:
@@ -191,8 +216,9 @@ def grouped_attention(q, k, v, mask, causal, dropout_p, need_weights):
         mask = cm if mask is None else mask & cm  # (batch, 1, queries, keys)
     if mask is not None and mask.shape[-2] > 1:
         mask = torch.cat([mask] * group, dim=-2)  # (..., group * queries, keys): a mask, not a head
-    out, weights = scaled_dot_product(rows, k, v, mask, False, dropout_p, need_weights=True,
-                                      check=False)  # (batch, kv heads, group * queries, head_dim / keys)
+    out, weights = scaled_dot_product(rows, k, v, mask, False, dropout_p, need_weights=True, check=False,
+                                      rows_may_be_empty=empty)
+    # out (batch, kv heads, group * queries, head_dim), weights (batch, kv heads, group * queries, keys)
     return out.reshape(b, h, nq, -1), weights.reshape(b, h, nq, nk)
 
 

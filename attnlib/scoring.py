@@ -75,10 +75,24 @@ def make_mask(valid_lens, batch_size: int, num_queries: int, num_keys: int, devi
                          f"({batch_size},), (batch, queries) = ({batch_size}, {num_queries}), "
                          "or a bool mask (batch, keys) / (batch, queries, keys)")
     check_lengths("valid_lens", valid_lens, 0, num_keys)
-    per_query = valid_lens if valid_lens.dim() == 2 else valid_lens.unsqueeze(1)  # (batch, 1 or queries)
-    lens = per_query.unsqueeze(-1)  # (batch, 1 or queries, 1); no -1 to infer, so batch 0 works
+    rows = num_queries if valid_lens.dim() == 2 else 1
+    lens = valid_lens.reshape(batch_size, rows, 1)  # (batch, 1 or queries, 1); no -1: batch 0 works
     positions = torch.arange(num_keys, device=valid_lens.device)  # (keys,)
     return positions < lens  # (batch, 1 or queries, keys)
+
+
+def may_hide_every_key(valid_lens) -> bool:
+    """Whether the mask :func:`make_mask` builds from ``valid_lens`` may hide every key from
+    some query. False for no mask, and for lengths on the CPU that are all at least 1 (read
+    there anyway by the checks); True for boolean masks and for lengths on an accelerator, where
+    reading them would make the host wait for the device. A caller passes the answer to
+    :func:`scaled_dot_product` (``rows_may_be_empty``), which then pays for the guard that
+    turns such a row into zeros only when it may be needed."""
+    if valid_lens is None:
+        return False
+    if valid_lens.dtype == torch.bool or valid_lens.device.type != "cpu" or valid_lens.numel() == 0:
+        return True
+    return min(valid_lens.flatten().tolist()) < 1
 
 
 def causal_mask(num_queries: int, num_keys: int, device=None) -> torch.Tensor:
@@ -111,20 +125,25 @@ def masked_softmax(X: torch.Tensor, valid_lens=None) -> torch.Tensor:
     return softmax_with_mask(X, mask)
 
 
-def softmax_with_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def softmax_with_mask(scores: torch.Tensor, mask: torch.Tensor | None,
+                      rows_may_be_empty: bool = True) -> torch.Tensor:
     """Softmax over the last axis; ``mask`` (broadcastable, True = keep) zeroes the rest.
 
     Half-precision scores are normalised in float32 (as the fused kernels do) and the
     weights cast back. Masked scores are replaced, so NaN or inf there never matters.
+    ``rows_may_be_empty=False`` (the caller knows every row keeps a key) skips the product
+    that zeroes fully masked rows.
     """
     dtype = scores.dtype
     scores = scores.float() if dtype in (torch.float16, torch.bfloat16) else scores
     if mask is None:
         return F.softmax(scores, dim=-1).to(dtype)
     # The dtype's most negative number, not -inf: a fully masked row stays finite
-    # (uniform), and multiplying by the mask then zeroes it.
+    # (uniform), and multiplying by the mask then zeroes it. In a row that keeps a key,
+    # exp(min - max) is exactly 0 already.
     scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    return (F.softmax(scores, dim=-1) * mask).to(dtype)
+    weights = F.softmax(scores, dim=-1)
+    return (weights * mask if rows_may_be_empty else weights).to(dtype)
 
 
 def check_causal(causal, num_queries: int, num_keys: int) -> None:
@@ -172,7 +191,7 @@ def _check_sdp(queries, keys, values, mask, causal, dropout_p, scale) -> None:
 
 def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p=0.0,
                        need_weights=False, scale=None, *, check: bool = True,
-                       enable_gqa: bool = False):
+                       enable_gqa: bool = False, rows_may_be_empty: bool = True):
     """Scaled dot-product attention over any leading dims (``(batch, heads, ...)``).
 
     Shapes: queries ``(..., q, d)``, keys ``(..., k, d)``, values ``(..., k, d_v)``;
@@ -191,6 +210,9 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
     ``enable_gqa`` (fused path only, unchecked: :func:`attnlib.multihead.grouped_attention`
     calls it) lets keys and values ``(batch, kv_heads, k, d)`` serve queries ``(batch, heads,
     q, d)`` in groups of ``heads / kv_heads``, as SDPA's argument of that name.
+    ``rows_may_be_empty=False`` says that ``mask`` leaves every query at least one key (see
+    :func:`may_hide_every_key`; a causal mask alone never hides a whole row): the guard that
+    turns such rows into zeros is then skipped, a few operations fewer per call.
     """
     if check:
         _check_sdp(queries, keys, values, mask, causal, dropout_p, scale)
@@ -200,6 +222,7 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
         mask = mask.unsqueeze(0)  # (1, keys): the same keys for every query
     if mask is not None:  # zero the keys and values that no query may see: padding garbage stays out
         keys, values = zero_unseen(mask, keys, values)
+    may_be_empty = mask is not None and rows_may_be_empty  # a causal mask alone never empties a row
     if causal and nq == 1:
         causal = False  # one new query (decoding with a cache) is the last position: it sees every key
     if causal and (mask is not None or nq != nk or need_weights):
@@ -207,24 +230,30 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
         mask = cm if mask is None else mask & cm
         causal = False
     if not need_weights:
-        # Some fused kernels return zeros for a query holding NaN; the rule is NaN, as on the
-        # weights path: adding 0 * sum(query) costs O(q d) and turns such a row into NaN.
-        poison = queries.sum(dim=-1, keepdim=True) * 0  # (..., q, 1): 0, or NaN for a NaN/inf query
-        if mask is None:
-            return F.scaled_dot_product_attention(
-                queries, keys, values, dropout_p=dropout_p, is_causal=causal, scale=scale,
-                enable_gqa=enable_gqa) + poison, None
+        # Some fused kernels (the CPU's among them) return zeros for a query holding NaN; the
+        # rule is NaN, as on the weights path: out + 0 * sum(query) costs O(q d) and turns such
+        # a row into NaN (0 * inf is NaN too); add's alpha does the multiplication. Its gradient
+        # is 0, so autograd need not follow it.
+        with torch.no_grad():
+            total = queries.sum(dim=-1, keepdim=True)  # (..., q, 1): finite, or NaN/inf
+        if not may_be_empty:
+            out = F.scaled_dot_product_attention(
+                queries, keys, values, attn_mask=mask, dropout_p=dropout_p, is_causal=causal,
+                scale=scale, enable_gqa=enable_gqa)
+            return out.add(total, alpha=0), None  # (..., q, d_v)
         empty = ~mask.any(dim=-1, keepdim=True)  # (..., q, 1): rows with nothing to see
         out = F.scaled_dot_product_attention(
             queries, keys, values, attn_mask=mask | empty, dropout_p=dropout_p, scale=scale,
             enable_gqa=enable_gqa)
-        return (out + poison).masked_fill(empty, 0.0), None  # (..., q, d_v)
+        return out.add(total, alpha=0).masked_fill(empty, 0.0), None  # (..., q, d_v)
     dtype = queries.dtype
     wide = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
     scores = (queries.to(wide) * scale) @ keys.to(wide).transpose(-2, -1)  # (..., q, k)
-    weights = softmax_with_mask(scores, mask)  # (..., q, k), float32 for half inputs
-    out = weighted_sum(F.dropout(weights, dropout_p), values.to(wide), mask)  # (..., q, d_v)
+    weights = softmax_with_mask(scores, mask, may_be_empty)  # (..., q, k), float32 for half inputs
+    # the values no query sees are zeroed above: only an empty row needs weighted_sum's mask
+    out = weighted_sum(F.dropout(weights, dropout_p), values.to(wide),
+                       mask if may_be_empty else None)  # (..., q, d_v)
     return out.to(dtype), weights.to(dtype)
 
 
@@ -232,8 +261,10 @@ def zero_unseen(mask: torch.Tensor, *xs: torch.Tensor) -> tuple[torch.Tensor, ..
     """Zero the key/value positions of ``xs (..., keys, d)`` that ``mask`` (True = attend,
     broadcastable to ``(..., queries, keys)``) hides from every query: padding garbage (NaN, inf)
     would otherwise leak, since a weight of 0 times NaN is NaN."""
-    seen = mask.any(dim=-2)  # (..., keys)
-    return tuple(torch.where(seen.unsqueeze(-1), x, 0.0) for x in xs)  # (..., keys, d) each
+    # (..., keys, 1): True where no query sees the key; a one-row mask needs no any()
+    rows = mask if mask.shape[-2] == 1 else mask.any(dim=-2, keepdim=True)  # (..., 1, keys)
+    unseen = ~rows.transpose(-2, -1)  # (..., keys, 1)
+    return tuple(x.masked_fill(unseen, 0.0) for x in xs)  # (..., keys, d) each
 
 
 def weighted_sum(weights: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

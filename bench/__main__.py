@@ -44,6 +44,9 @@ def main(argv=None) -> int:
     parser.add_argument("--gpu-dtypes", default=None,
                         help="comma-separated dtypes of the GPU-sized tables (default: "
                              "bfloat16,float16,float32)")
+    parser.add_argument("--keep-rest", action="store_true",
+                        help="with --parts: keep the parts not run from the bench.json already in "
+                             "the output folder (the report says which run measured each part)")
     parser.add_argument("--out", default=None, type=Path,
                         help="folder for bench.json and bench.md (default: results/, or "
                              "build/bench-quick/ with --quick)")
@@ -123,6 +126,8 @@ def main(argv=None) -> int:
         from . import grading
         results["grading"] = grading.run(quick=args.quick)
     results["wall_seconds"] = time.perf_counter() - start
+    if args.keep_rest and (out / "bench.json").exists():
+        report.keep_rest(results, json.loads((out / "bench.json").read_text()), parts)
     js, md = report.write(results, out)
     partial.unlink(missing_ok=True)
     print(f"wrote {_shown(js)} and {_shown(md)} in {results['wall_seconds']:.0f} s")

@@ -9,15 +9,20 @@ masked, ``causal``):
   ``need_weights``, and chapter 9's :func:`attnlib.blockwise_attention` (online softmax over
   blocks of 128 keys, in Python).
 * **module** (inputs ``(batch, n, num_hiddens)``, self-attention): "sdpa" is the same
-  four projections as attnlib done with ``F.linear`` around one SDPA call, the fastest a
-  hand-written module can be; against attnlib's :class:`~attnlib.MultiHeadAttention`
-  (weights not requested, and requested through ``record_attention``),
+  four projections as attnlib done with ``F.linear`` around one SDPA call, a module written
+  by hand without checks, masks built in its caller (three projections, as d2l writes them;
+  attnlib and ``nn.MultiheadAttention`` pack them into one product); against attnlib's
+  :class:`~attnlib.MultiHeadAttention` (weights not requested, and requested through ``record_attention``),
   ``nn.MultiheadAttention`` (``need_weights`` False and True) and d2l 1.0.3's
   ``MultiHeadAttention``. All share attnlib's weights, and every output (and the weights
   where returned) is checked to agree with the baseline before anything is timed.
 
 A third, **long** table (:func:`long_table`): one head, forward only, at n up to 8192: SDPA,
 the materialised ``n x n`` path and the blockwise one, time and peak memory.
+
+On the CPU everything runs on one torch thread (the chapters' small models wait on overhead, not
+arithmetic, and one thread is what a shared machine gives fairly), and :func:`op_counts` counts
+the aten operations one forward of each module dispatches (deterministic, where times are not).
 """
 from __future__ import annotations
 
@@ -30,9 +35,10 @@ from torch import nn
 
 import attnlib
 
-from .common import interleaved, kernels_used, paired_ratio, peak_bytes
+from .common import count_ops, interleaved, kernels_used, paired_ratio, peak_bytes
 
 MASKS = ("none", "padding", "causal")
+NN_MHA = "nn.MHA need_weights=False"  # PyTorch's module on its fused path
 BLOCK = 128  # keys per block of attnlib.blockwise_attention
 LONG_SIZES, LONG_QUICK_SIZES = (1024, 2048, 4096, 8192), (256, 1024)
 FULL_SIZES = (16, 64, 256, 1024, 4096)
@@ -273,6 +279,8 @@ def run_table(kind: str, plan, device, *, batch=2, num_hiddens=256, heads=4, d2l
                     mem = peak_bytes(timed[name], device) if mode in memory_modes else None
                     gflops = meta["flops_fwd"] / res[name]["median_s"] / 1e9
                     rows.append({
+                        **{f"ratio_to_{other}": paired_ratio(res, name, other)
+                           for other in ("attnlib", NN_MHA) if other in res},
                         "table": kind, "n": n, "mask": mask_kind, "mode": mode,
                         "dtype": str(dtype).removeprefix("torch."), "batch": batch, "heads": heads,
                         "candidate": name, "median_ms": 1e3 * res[name]["median_s"],
@@ -289,6 +297,18 @@ def run_table(kind: str, plan, device, *, batch=2, num_hiddens=256, heads=4, d2l
                     f"{name}={1e3 * r['median_s']:.2f}ms" for name, r in res.items()))
             del fns, params
     return rows
+
+
+def op_counts(device, n: int = 16, batch: int = 2, num_hiddens: int = 256, heads: int = 4) -> dict:
+    """Aten operations one forward of each module candidate dispatches (self-attention, the
+    module table's inputs at length ``n``), per mask: ``{mask: {candidate: count}}``."""
+    out = {}
+    for mask_kind in MASKS:
+        torch.manual_seed(0)
+        fns, _, _ = module_candidates(batch, num_hiddens, heads, n, mask_kind, device)
+        out[mask_kind] = {name: len(count_ops(fns[name]))
+                          for name in ("sdpa", "attnlib", "attnlib (weights)", NN_MHA)}
+    return out
 
 
 def matmul_peak(device, size: int = 2048, budget_s: float = 3.0, dtype=torch.float32) -> dict:
@@ -373,10 +393,21 @@ def plans(quick: bool, sizes=None):
 
 
 def run(device, quick: bool = False, d2l=None, log=print, memory_limit_gib: float = 12.0,
-        sizes=None) -> dict:
-    """Both tables and the GFLOP/s limit on ``device``."""
+        sizes=None, threads: int | None = 1) -> dict:
+    """Both tables, the GFLOP/s limit, the long table and the operation counts on ``device``,
+    on ``threads`` torch threads when it is the CPU (None: torch's default)."""
+    from attnlib.training import torch_threads
+
+    with torch_threads(threads, device):
+        return _run(device, quick, d2l, log, memory_limit_gib, sizes, threads)
+
+
+def _run(device, quick, d2l, log, memory_limit_gib, sizes, threads) -> dict:
     core_plan, module_plan = plans(quick, sizes)
     budget = 1.0 if quick else 3.0
+    # rounds until the budget is spent: at small n a round takes milliseconds, and the more
+    # rounds, the less one burst of other people's load moves a median ratio
+    rounds = 15 if quick else 200
     batch, num_hiddens, heads = 2, 256, 4
 
     def skip(name, n):
@@ -384,20 +415,23 @@ def run(device, quick: bool = False, d2l=None, log=print, memory_limit_gib: floa
 
     settings = {"batch": batch, "num_hiddens": num_hiddens, "heads": heads,
                 "head_dim": num_hiddens // heads, "dtype": "float32",
+                "threads": threads if device.type == "cpu" else None,
                 "core_sizes": [p[0] for p in core_plan],
                 "module_sizes": [p[0] for p in module_plan], "masks": list(MASKS),
                 "padding": "sequence 0 full length, sequence 1 half masked",
-                "d2l": d2l is not None, "budget_s": budget}
+                "d2l": d2l is not None, "budget_s": budget, "max_rounds": rounds}
     log(f"attention core on {device}")
     core = run_table("core", core_plan, device, batch=batch, num_hiddens=num_hiddens,
-                     heads=heads, budget_s=budget, skip=skip, log=log)
+                     heads=heads, budget_s=budget, max_repeats=rounds, skip=skip, log=log)
     log(f"multi-head modules on {device}")
     module = run_table("module", module_plan, device, batch=batch, num_hiddens=num_hiddens,
-                       heads=heads, d2l=d2l, budget_s=budget, skip=skip, log=log)
+                       heads=heads, d2l=d2l, budget_s=budget, max_repeats=rounds, skip=skip,
+                       log=log)
     lim = limit(device, n=512 if quick else 2048, budget_s=budget)
     log(f"long sequences, one head, on {device}")
     long = long_table(device, quick, budget_s=budget, log=log)
-    return {"settings": settings, "rows": core + module, "limit": lim, "long": long}
+    return {"settings": settings, "rows": core + module, "limit": lim, "long": long,
+            "op_counts": op_counts(device)}
 
 
 #: GPU-sized work: batch x heads = 128 (head_dim 64) fills an H100's SMs at n >= 512.

@@ -9,7 +9,14 @@ from pathlib import Path
 from . import training
 
 GOALS = {
-    "sdpa_overhead": "attnlib MultiHeadAttention within 1.05x of raw SDPA (weights not requested)",
+    "sdpa_overhead": "attnlib MultiHeadAttention (weights not requested) against raw SDPA, fwd+bwd, "
+                     "n = 16 .. 1024, every mask: geometric mean at most 1.05x, worst at most 1.15x",
+    "vs_nn_mha": "attnlib MultiHeadAttention as fast as nn.MultiheadAttention (need_weights=False) "
+                 "at every n = 16 .. 1024 and mask, fwd+bwd",
+    "op_count": "one forward of attnlib's MultiHeadAttention (weights not requested) dispatches at "
+                "most 2 aten ops more than raw SDPA's, every mask",
+    "weights_path": "asking for the weights (record_attention) costs at most 1.3x the fast path at "
+                    "n <= 256, fwd+bwd",
     "vs_d2l_1024": "at least 2x faster than d2l's MultiHeadAttention at n = 1024, fwd+bwd",
     "memory_4096": "peak memory at n = 4096 (fwd+bwd) at most 10 % of d2l's",
     "transformer_step": "Transformer training step within 1.1x of nn.Transformer's",
@@ -30,17 +37,39 @@ def _geomean(xs) -> float:
 def goals(results: dict, device: str = "cpu") -> dict:
     """Each goal's measured value and whether it is met (None: not measured in this run)."""
     out = {}
-    ours = _rows(results, device, table="module", candidate="attnlib")
+    ours = [r for r in _rows(results, device, table="module", candidate="attnlib", mode="fwd+bwd")
+            if r["n"] <= 1024]
     if ours:
         worst = max(ours, key=lambda r: r["ratio_to_sdpa"])
-        big = [r["ratio_to_sdpa"] for r in ours if r["n"] >= 1024]
         gm = _geomean(r["ratio_to_sdpa"] for r in ours)
         out["sdpa_overhead"] = {
-            "value": f"geometric mean {gm:.3f}x over {len(ours)} cases; n >= 1024 worst "
-                     f"{max(big):.3f}x; worst overall {worst['ratio_to_sdpa']:.2f}x "
-                     f"(n={worst['n']}, {worst['mask']}, {worst['mode']})" if big else
-                     f"geometric mean {gm:.3f}x over {len(ours)} cases",
-            "met": gm <= 1.05 and (not big or max(big) <= 1.05)}
+            "value": f"geometric mean {gm:.3f}x over {len(ours)} cases; worst "
+                     f"{worst['ratio_to_sdpa']:.3f}x (n={worst['n']}, {worst['mask']})",
+            "met": gm <= 1.05 and worst["ratio_to_sdpa"] <= 1.15}
+    vs_torch = [r for r in ours if "ratio_to_nn.MHA need_weights=False" in r]
+    if vs_torch:
+        key = "ratio_to_nn.MHA need_weights=False"
+        worst = max(vs_torch, key=lambda r: r[key])
+        slower = sum(r[key] > 1.0 for r in vs_torch)
+        out["vs_nn_mha"] = {
+            "value": f"attnlib / nn.MHA: geometric mean {_geomean(r[key] for r in vs_torch):.3f}x, "
+                     f"worst {worst[key]:.3f}x (n={worst['n']}, {worst['mask']}); slower at "
+                     f"{slower} of {len(vs_torch)} points",
+            "met": slower == 0}
+    counts = results.get("devices", {}).get(device, {}).get("attention", {}).get("op_counts")
+    if counts:
+        extra = {m: c["attnlib"] - c["sdpa"] for m, c in counts.items()}
+        out["op_count"] = {"value": ", ".join(f"{m}: {c['attnlib']} vs {c['sdpa']}"
+                                              for m, c in counts.items()),
+                           "met": max(extra.values()) <= 2}
+    weights = [r for r in _rows(results, device, table="module", candidate="attnlib (weights)",
+                                mode="fwd+bwd") if r["n"] <= 256 and "ratio_to_attnlib" in r]
+    if weights:
+        worst = max(weights, key=lambda r: r["ratio_to_attnlib"])
+        out["weights_path"] = {
+            "value": f"worst {worst['ratio_to_attnlib']:.3f}x (n={worst['n']}, {worst['mask']}); "
+                     f"geometric mean {_geomean(r['ratio_to_attnlib'] for r in weights):.3f}x",
+            "met": worst["ratio_to_attnlib"] <= 1.3}
     speedups = {}
     for r in _rows(results, device, table="module", n=1024, mode="fwd+bwd",
                    candidate="d2l MultiHeadAttention"):
@@ -69,6 +98,31 @@ def goals(results: dict, device: str = "cpu") -> dict:
                                 f"notebooks" + (f" ({len(errors)} failed)" if errors else ""),
                        "met": book["total_seconds"] <= 300 and not errors}
     return out
+
+
+PARTS = {"attention": ("sdpa_kernels", "attention"), "training": ("training",)}
+
+
+def keep_rest(results: dict, earlier: dict, parts: set[str]) -> None:
+    """Copy into ``results`` the parts of an ``earlier`` run that this run did not measure
+    (``parts`` is what it did), and note in ``results["kept"]`` which run each came from."""
+    kept = dict(earlier.get("kept", {}))
+    when = f"{earlier['machine']['date_utc']} (`{earlier.get('command', 'python -m bench')}`)"
+    for part, keys in PARTS.items():
+        if part in parts:
+            kept.pop(part, None)
+            continue
+        for device, res in earlier.get("devices", {}).items():
+            for key in keys:
+                if key in res:
+                    results["devices"].setdefault(device, {})[key] = res[key]
+                    kept.setdefault(part, when)
+    for part in ("notebooks", "grading"):
+        if part not in parts and part in earlier:
+            results[part] = earlier[part]
+            kept.setdefault(part, when)
+    if kept:
+        results["kept"] = kept
 
 
 def write(results: dict, out_dir: Path) -> tuple[Path, Path]:
@@ -139,6 +193,42 @@ def _attention_tables(rows: list[dict], table: str) -> str:
     return text
 
 
+def _side_by_side(att: dict) -> str:
+    """attnlib, raw SDPA and nn.MultiheadAttention in one table of ratios (fwd+bwd), the weights
+    path against the fast path, and the aten operations one forward of each dispatches."""
+    rows = [r for r in att["rows"] if r["table"] == "module" and r["mode"] == "fwd+bwd"]
+    cell = {(r["n"], r["mask"], r["candidate"]): r for r in rows}
+    body = []
+    for n, mask in dict.fromkeys((r["n"], r["mask"]) for r in rows):
+        ours, torch_mha = cell.get((n, mask, "attnlib")), cell.get((n, mask, "nn.MHA need_weights=False"))
+        weights = cell.get((n, mask, "attnlib (weights)"))
+        if ours is None or torch_mha is None:
+            continue
+        body.append([n, mask, f"{cell[(n, mask, 'sdpa')]['median_ms']:.3g} ms",
+                     f"{ours['ratio_to_sdpa']:.3f}x",
+                     f"{torch_mha['ratio_to_sdpa']:.3f}x",
+                     f"{ours['ratio_to_nn.MHA need_weights=False']:.3f}x",
+                     "-" if weights is None else f"{weights['ratio_to_attnlib']:.3f}x"])
+    if not body:
+        return ""
+    threads = att["settings"].get("threads")
+    text = ["\n### attnlib, raw SDPA and nn.MultiheadAttention side by side\n\nfwd+bwd"
+            + (f", {threads} torch thread{'s' if threads != 1 else ''}" if threads else "")
+            + ", the three taking turns in one loop on the same weights; each ratio is the median "
+            "over rounds of the two times measured in the same round. `weights / fast`: attnlib "
+            "inside `record_attention` against attnlib without it.\n\n"]
+    text.append(_table(["n", "mask", "raw SDPA", "attnlib / SDPA", "nn.MHA / SDPA",
+                        "attnlib / nn.MHA", "weights / fast"], body))
+    counts = att.get("op_counts")
+    if counts:
+        names = list(next(iter(counts.values())))
+        text.append("\n**aten operations one forward dispatches** (n = 16, counted with a "
+                    "`TorchDispatchMode`, views included: deterministic, and on a GPU most of "
+                    "them are kernel launches)\n\n")
+        text.append(_table(["mask", *names], [[m, *(c[k] for k in names)] for m, c in counts.items()]))
+    return "".join(text)
+
+
 def _gpu_tables(gpu: dict, device: str) -> str:
     """The GPU-sized tables: per dtype, attnlib against raw SDPA, with TFLOP/s and the backend."""
     peak = gpu["bf16_matmul_peak"]
@@ -175,6 +265,10 @@ def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
             f"Written by {by} on {m['date_utc']} in {results.get('wall_seconds', 0):.0f} s. "
             "Machine-readable: [bench.json](bench.json). How to read it: "
             f"[docs/bench.md]({docs}).\n\n"]
+    if results.get("kept"):
+        text.append("This run measured only part of the benchmark; the rest is kept from earlier "
+                    "runs on the same machine: " + "; ".join(
+                        f"{part} from {when}" for part, when in results["kept"].items()) + ".\n\n")
     if results.get("quick"):
         text.append("A quick run (small sizes, short timings, no notebooks) checks that the "
                     "benchmark works on this machine; its numbers are not the book's "
@@ -183,7 +277,9 @@ def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
         ["CPU", f"{m['cpu']}, {m['cores']} cores ({m['cores_usable']} usable)"],
         ["load average at start", m.get("load_average")],
         ["Python / torch / d2l", f"{m['python']} / {m['torch']} / {m['d2l']}"],
-        ["torch threads (attention)", m["torch_threads"]],
+        ["torch threads (attention)", next((r["attention"]["settings"].get("threads")
+                                            for r in results.get("devices", {}).values()
+                                            if r.get("attention")), None) or m["torch_threads"]],
         ["OMP_WAIT_POLICY", results.get("omp_wait_policy")],
         ["GPU", m.get("gpu") or "none (CUDA not available: GPU tables not measured)"],
     ]))
@@ -213,6 +309,7 @@ def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
             if used:
                 text.append("\nattnlib's `MultiHeadAttention` without weights runs: " + "; ".join(
                     f"{mask}: {k}" for mask, k in sorted(used)) + "\n")
+            text.append(_side_by_side(att))
             text.append("\n### Multi-head modules (self-attention, projections included)\n")
             text.append("\n`sdpa` is the same projections with `F.linear` around one "
                         "`F.scaled_dot_product_attention` call. `attnlib (weights)` runs inside "
@@ -294,6 +391,10 @@ def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
 
 # --- a run on a lent GPU machine, kept beside the book machine's run ---------------------------
 
+#: The day attnlib's MultiHeadAttention began packing its projections: GPU runs made before it
+#: measured the older module, and the report says so.
+PACKED_SINCE = "2026-11-29"
+
 GPU_GOALS = {
     "sdpa_overhead": "attnlib MultiHeadAttention within 1.05x of raw SDPA for every mask, at GPU sizes",
     "vs_d2l_4096": "at least 2x faster than d2l's MultiHeadAttention at n >= 4096, fwd+bwd",
@@ -346,7 +447,12 @@ def gpu_section(gpu_run: dict, book: dict | None = None) -> str:
             f"{m['date_utc']}: {m.get('gpu')}, CUDA {m.get('cuda')}, cuDNN {m.get('cudnn')}, torch "
             f"{m['torch']}, Python {m['python']}, host CPU {m['cpu']} ({m['cores']} cores). Its "
             "CPU numbers are that host's, not the book machine's; every ratio below compares two "
-            "numbers of the same run.\n\n"]
+            "numbers of the same run."
+            + (" It measured attnlib as it was then: its `MultiHeadAttention` made three projections "
+               "and built its masks in more operations than now (packed and trimmed on "
+               f"{PACKED_SINCE}); the CPU tables above measure the current code, and the GPU's "
+               "have not been measured again since." if m["date_utc"] < PACKED_SINCE else "")
+            + "\n\n"]
     text.append(_table(["goal", "measured", "met"], [
         [GPU_GOALS[k], g["value"], "yes" if g["met"] else "**no**"]
         for k, g in gpu_goals(gpu_run).items()]))

@@ -251,6 +251,7 @@ STAGE_ZH = ROOT / "build" / "book-src-zh"
 STAGE_BASE = ROOT / "build" / "book-src-zh-base"  # the English tree the Chinese one starts from
 DOCTREES_ZH = ROOT / "build" / "book-doctrees-zh"
 CODE_STAMP_ZH = SITE_ZH / ".code-sha256"
+STAMP_ZH = SITE_ZH / ".inputs-sha256"
 LOCALE_DIR = "_locale"  # in the Chinese source tree: the interface's catalogues for Sphinx
 
 
@@ -317,6 +318,15 @@ def build_zh(force: bool = False) -> Path:
     start = time.perf_counter()
     settings = stage_zh()
     digest = code_digest(i18n.LOCALE / "interface.po")
+    # Skipped when nothing it reads changed: the staged Chinese tree, its settings, and the English
+    # site's inputs (its doctrees give the sections' anchors; its _static/ serves both editions).
+    staged = sorted(f for f in STAGE_ZH.rglob("*") if f.is_file())
+    inputs = _digest(staged, digest + repr(sorted(settings.items())) + inputs_digest())
+    if not force and STAMP_ZH.exists() and STAMP_ZH.read_text() == inputs \
+            and (SITE_ZH / "index.html").exists():
+        print(f"the Chinese book is up to date: {SITE_ZH / 'index.html'}")
+        return SITE_ZH
+    STAMP_ZH.unlink(missing_ok=True)
     fresh = force or not CODE_STAMP_ZH.exists() or CODE_STAMP_ZH.read_text() != digest
     shutil.rmtree(SITE_ZH / "_static" / "mathjax", ignore_errors=True)  # left by older builds
     sphinx_build(STAGE_ZH, SITE_ZH, DOCTREES_ZH, fresh, **settings)
@@ -324,6 +334,7 @@ def build_zh(force: bool = False) -> Path:
     # MyST-NB writes its copies of the notebooks next to the output folder: build/book/ here
     shutil.rmtree(SITE_ZH.parent / "jupyter_execute", ignore_errors=True)
     CODE_STAMP_ZH.write_text(digest)
+    STAMP_ZH.write_text(inputs)
     print(f"built the Chinese book in {time.perf_counter() - start:.1f} s: open {SITE_ZH / 'index.html'}")
     return SITE_ZH
 

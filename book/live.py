@@ -210,8 +210,10 @@ def _without_value_checks():
     """attnlib's checks of the ids (within the vocabulary) and of the valid lengths (within the
     keys) read tensor values in Python, which a graph cannot hold: the export leaves them out.
     They check the input, not the computation; the page feeds only ids of the vocabulary and
-    lengths it counted (live.js)."""
+    lengths it counted (live.js). Whether a length of 0 may empty a row is read from the lengths
+    too: the graph answers yes, and keeps the guard that turns such a row into zeros."""
     import attnlib.lm
+    import attnlib.multihead
     import attnlib.scoring
     import attnlib.seq2seq
     import attnlib.transformer
@@ -219,7 +221,8 @@ def _without_value_checks():
     with mock.patch.object(attnlib.transformer, "check_token_ids", lambda *args: None), \
             mock.patch.object(attnlib.lm, "check_token_ids", lambda *args: None), \
             mock.patch.object(attnlib.seq2seq, "check_token_ids", lambda *args: None), \
-            mock.patch.object(attnlib.scoring, "check_lengths", lambda *args: None):
+            mock.patch.object(attnlib.scoring, "check_lengths", lambda *args: None), \
+            mock.patch.object(attnlib.multihead, "may_hide_every_key", lambda *args: True):
         yield
 
 

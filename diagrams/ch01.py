@@ -4,6 +4,8 @@ from . import diagram
 from .draw import INK, LINE, MUTED, ROLES, Diagram, viridis
 
 WEIGHTS = [0.10, 0.62, 0.23, 0.05]  # one query's weights over four keys (they sum to 1)
+#: ch01_pooling's drawn weights: pairs 1, 2, 3 and m; the pairs in "…" hold the rest of the 1
+POOLING_WEIGHTS = [0.10, 0.55, 0.20, 0.05]
 RED = "#a8322d"  # "no gradient"
 
 
@@ -22,7 +24,7 @@ def ch01_pooling(d: Diagram) -> None:
         d.op(x, y_score, "a", r=10, size=14)
         d.arrow((x, y_score + 10), (x, y_soft), color=LINE)
         d.arrow((x, y_soft + 24), (x, y_w - 1), color=LINE)
-        d.weights(x - 13, y_w, [WEIGHTS[names.index(i)]], cell=26, numbers=True, size=10)
+        d.weights(x - 13, y_w, [POOLING_WEIGHTS[names.index(i)]], cell=26, numbers=True, size=10)
         d.text(x, y_w + 44, "×", 16, fill=INK, kind="m")
         d.cells(x - 32, y_val, 4, "value")
         d.math(x, y_val + 36, rf"\mathbf{{v}}_{i}", 16, fill=ROLES["value"][2])
@@ -49,9 +51,12 @@ def ch01_pooling(d: Diagram) -> None:
     d.label(598, y_score + 22, "score", 12, anchor="start", fill=MUTED)
     d.math(598, y_w + 12, r"\alpha(\mathbf{q}, \mathbf{k}_i)", 14, anchor="start")
     d.label(598, y_w + 29, "attention weight", 12, anchor="start", fill=MUTED)
+    d.math(598, y_soft + 17, r"\mathrm{softmax}(a / T)", 13, anchor="start")
+    rest = f"{1 - sum(POOLING_WEIGHTS):.2f}".lstrip("0")
+    d.label(598, y_w + 50, f"the pairs in … hold the other {rest}", 11, anchor="start", fill=MUTED, width=112)
     # the weighted values, summed
     sx = 360
-    for x, w in zip(cols, WEIGHTS, strict=True):
+    for x, w in zip(cols, POOLING_WEIGHTS, strict=True):
         d.arrow((x, y_val + 42), (sx + (x - sx) * 0.12, y_sum - 14), color=viridis(0.35), sw=0.8 + 6 * w)
     d.op(sx, y_sum, "∑", r=14, size=17)
     d.arrow((sx + 14, y_sum), (410, y_sum), color=ROLES["output"][1], sw=1.8)

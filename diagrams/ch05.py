@@ -1,7 +1,10 @@
 """Chapter 5: multi-head attention, and the reshape that runs every head at once."""
 
+import functools
+import math
+
 from . import diagram
-from .draw import LINE, MUTED, ROLES, Diagram
+from .draw import INK, LINE, MUTED, ROLES, Diagram, viridis
 
 HEAD_TINTS = ["#fde7d8", "#f8c6a3", "#ef9d68", "#d9722e"]  # head 1 .. 4, light to dark
 
@@ -125,3 +128,91 @@ def ch05_split_heads(d: Diagram) -> None:
     d.polyline([(cx0 + 8, 250), (cx0 + 8, 258), (dx0 + wd, 258), (dx0 + wd, 250)], stroke=MUTED, sw=1)
     d.label((cx0 + dx0 + wd) / 2 - 4, 276, "attention, then", 12, anchor="end")
     d.code((cx0 + dx0 + wd) / 2 + 2, 276, "transpose_output", 12, anchor="start")
+
+
+# --------------------------------------------------------------------------- heads on a sentence
+#: What ch05_heads_sentence draws: the first test sentence chapter 5 studies (section 5.5's
+#: ``pick_sentences``; not ``data.test[0]``), the layer and the
+#: query token whose row of weights is drawn, head by head. The weights are computed when the
+#: diagram is rendered, from the Transformer whose weights ship with attnlib (the model of
+#: chapter 5), so the diagram shows that model and no copy of its numbers.
+HEADS_SENTENCE, HEADS_LAYER, HEADS_QUERY = "my green car is not black .", 1, "car"
+
+
+def _rounded(w: float) -> float:
+    """``w`` to the two decimals the diagram prints. A weight within 1e-5 of a rounding boundary
+    would make the render depend on the float path (another CPU, another torch): refused."""
+    if abs(abs(w * 100 - math.floor(w * 100)) - 0.5) < 1e-3:
+        raise ValueError(f"weight {w!r} lies on a rounding boundary: choose another query or layer")
+    return round(w, 2)
+
+
+@functools.cache
+def head_weights(sentence: str = HEADS_SENTENCE, layer: int = HEADS_LAYER, query: str = HEADS_QUERY):
+    """``(tokens, weights)``: the source tokens of ``sentence`` (``<eos>`` included) and, for each
+    head of encoder self-attention layer ``layer`` (from 1) of the shipped Transformer, the row of
+    ``query``'s weights over the tokens, rounded to two decimals (:func:`_rounded`).
+
+    The shipped weights are loaded only when they are current (their recipe is the one attnlib's
+    code gives, as :func:`attnlib.presets.train_preset` requires); stale ones raise: retrain them
+    (``make models``), as the chapter would."""
+    import torch  # only this diagram needs torch and attnlib: the others draw without them
+
+    from attnlib import TranslationData, record_attention
+    from attnlib.presets import DATA_DEFAULTS, build_model, pretrained_path, recipe
+
+    data = TranslationData(**DATA_DEFAULTS)
+    saved = torch.load(pretrained_path("transformer", data), map_location="cpu", weights_only=True)
+    if saved.get("recipe") != recipe("transformer", data):
+        raise RuntimeError("the shipped Transformer is stale (its recipe differs): run `make models`")
+    model = build_model("transformer", data)
+    model.load_state_dict(saved["model"])
+    model.eval()
+    src, valid = data.encode_src(sentence)  # (1, steps), (1,)
+    n = int(valid)
+    tokens = data.src_vocab.to_tokens(src[0, :n].tolist())
+    with torch.no_grad(), record_attention(model) as rec:
+        model.encoder(src[:, :n], valid)
+    weights = rec.last(f"encoder.blks.{layer - 1}.attention")[0, :, tokens.index(query)]  # (heads, keys)
+    return tokens, [[_rounded(float(w)) for w in row] for row in weights]
+
+
+def _mix(colour: str, t: float) -> str:
+    """``colour`` at strength ``t`` over white (0: white, 1: the colour), as one opaque colour."""
+    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(255 + (c - 255) * t):02x}" for c in rgb)
+
+
+@diagram(720, 296)
+def ch05_heads_sentence(d: Diagram) -> None:
+    """One query token's row of self-attention weights in each head of one layer of chapter 5's
+    trained Transformer, drawn as lines from the query to every token, as wide and as dark as the
+    weight: the heads of one layer look at different words. The two-column view is the attention
+    view of Vig's bertviz (2019), made familiar by Alammar's *The Illustrated Transformer*."""
+    tokens, rows = head_weights()
+    q, k = ROLES["query"], ROLES["key"]
+    line = viridis(0.35)
+    d.label(360, 26, f"encoder self-attention, layer {HEADS_LAYER}: where the query “{HEADS_QUERY}” looks, "
+            f"in each of the {len(rows)} heads", 13)
+    top, step, width = 80, 22, 174
+    qi = tokens.index(HEADS_QUERY)
+    for h, row in enumerate(rows):
+        x0 = 12 + h * width
+        d.rect(x0, 40, width - 6, 222, fill="#fafafa", stroke="#d0d0d0", sw=1, rx=8)
+        d.label(x0 + (width - 6) / 2, 62, f"head {h + 1}", 12, weight="bold")
+        qx, kx = x0 + 48, x0 + 100  # the query column ends at qx, the keys' column starts at kx
+        for j, token in enumerate(tokens):
+            y = top + j * step
+            if j == qi:
+                d.rect(qx - 40, y - 9, 42, 18, fill=q[0], stroke=q[1], sw=1.2, rx=3)
+            d.code(qx - 2, y + 4, token, 10, anchor="end", fill=q[2] if j == qi else MUTED)
+            d.code(kx + 2, y + 4, token, 10, anchor="start", fill=k[2])
+            w = row[j]
+            d.text(x0 + width - 12, y + 4, f"{w:.2f}".lstrip("0") if w < 1 else "1", 10, anchor="end",
+                   fill=INK if w >= 0.2 else MUTED)
+        for j, w in sorted(enumerate(row), key=lambda jw: jw[1]):  # the widest on top
+            if w >= 0.01:
+                d.polyline([(qx + 4, top + qi * step), (kx - 2, top + j * step)],
+                           stroke=_mix(line, 0.15 + 0.85 * math.sqrt(w)), sw=0.6 + 8 * w)
+    d.label(360, 284, "the larger a key's weight (the number beside it), the wider and darker its line",
+            11, fill=MUTED)

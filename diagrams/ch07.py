@@ -1,7 +1,10 @@
 """Chapter 7: the Transformer, post-LN and pre-LN, the key/value cache, beam search."""
 
+import functools
+import math
+
 from . import diagram
-from .draw import INK, LINE, MUTED, ROLES, Diagram
+from .draw import INK, LINE, MUTED, ROLES, Diagram, text_width
 
 Q, K, V, O = ROLES["query"], ROLES["key"], ROLES["value"], ROLES["output"]  # noqa: E741
 
@@ -138,12 +141,15 @@ def _ln_stack(d: Diagram, y: float, title: str, code: str, pre: bool, formula: s
         x += 6
         d.polyline([(x - 6, mid), (x, mid)], stroke=LINE, sw=1.4)
     block_end = x - 6
-    d.brace(first + 4, y + 58, block_end, y + 58, depth=-6)
+    d.rect(first - 6, y - 8, block_end - first + 10, 64, fill="none", stroke="#8c8c8c", sw=1.1, rx=6,
+           dash="5 3")  # the N blocks
     d.code((first + block_end) / 2, y + 72, "TransformerEncoderBlock", 10, fill=MUTED)
-    if pre:  # the encoder's last LayerNorm, once after the last block
+    d.text(block_end + 2, y - 12, "× N", 12, anchor="end", fill=INK)
+    if pre:  # the encoder's last LayerNorm, once after the last block, outside the N blocks
         d.arrow((x, mid), (x + 14, mid), color=LINE)
         d.box(x + 14, y, 80, 30, "module", code="LayerNorm", size=11)
         d.code(x + 14, y + 46, "TransformerEncoder.ln", 10, anchor="start", fill=MUTED)
+        d.label(x + 14, y + 62, "once, after the last block", 10, anchor="start", fill=MUTED)
         x += 94
     d.arrow((x, mid), (x + 22, mid), color=LINE)
     d.label(x + 28, y + 20, "output", 12, anchor="start")
@@ -257,71 +263,145 @@ def ch07_kv_cache(d: Diagram) -> None:
     )
 
 
-@diagram(720, 320)
+#: The made-up search of ch07_beam_search: prefix -> total log-probability of the words drawn
+#: after <bos>. The drawn extensions of a prefix have probabilities that sum to at most 1 (the rest
+#: of the vocabulary shares what is left). Which prefixes are kept, which hypotheses finish and which
+#: one wins are not written here: attnlib's beam_search_ids decides them (:func:`beam_run`).
+BEAM_TREE = {
+    ("le",): -0.5, ("un",): -1.2, ("la",): -2.5,
+    ("le", "chat"): -1.0, ("le", "chien"): -1.7, ("un", "chat"): -1.5, ("un", "chien"): -2.6,
+    ("le", "chat", "dort"): -1.3, ("le", "chat", "<eos>"): -2.5,
+    ("un", "chat", "<eos>"): -1.7, ("un", "chat", "dort"): -3.3,
+    ("le", "chat", "dort", "<eos>"): -1.8, ("le", "chat", "dort", "."): -2.9,
+}
+BEAM_SIZE, BEAM_ALPHA = 2, 0.6
+
+
+@functools.cache
+def beam_run() -> dict:
+    """Run attnlib's ``beam_search_ids`` (beam ``BEAM_SIZE``, ``alpha = BEAM_ALPHA``) on a model
+    whose next-token log-probabilities are :data:`BEAM_TREE`'s. Returns ``extended`` (the prefixes
+    the search extended, i.e. kept), ``finished`` {hypothesis: (log P, lp, log P / lp)} for the
+    hypotheses that ended in <eos> (the winner with alpha = 0.6 and the one with alpha = 0 are both
+    among them, which the search itself reports), and ``winner``."""
+    import torch
+    from torch import nn
+
+    from attnlib.decoding import beam_search_ids, gnmt_length_penalty
+
+    words = sorted({w for prefix in BEAM_TREE for w in prefix} - {"<eos>"})
+    vocab = ["<bos>", "<eos>", *words] + [f"w{i}" for i in range(40)]  # 40 words never drawn
+    index = {w: i for i, w in enumerate(vocab)}
+    extended = set()
+
+    class Tree(nn.Module):  # a decoder without a network: the log-probabilities of BEAM_TREE
+        def init_state(self, enc_outputs, valid_lens):
+            return None
+
+        def reorder_state(self, state, order):
+            return state
+
+        def cross_attentions(self):
+            return []
+
+        def forward(self, ys, state):  # ys (alive, t + 1) -> logits (alive, t + 1, vocab)
+            logits = torch.full((*ys.shape, len(vocab)), -1e9, dtype=torch.float64)
+            for r, row in enumerate(ys.tolist()):
+                prefix = tuple(vocab[i] for i in row[1:])
+                extended.add(prefix)
+                base = BEAM_TREE.get(prefix, 0.0)
+                drawn = {p[-1]: math.exp(v - base) for p, v in BEAM_TREE.items() if p[:-1] == prefix}
+                rest = (1 - sum(drawn.values())) / (len(vocab) - 1 - len(drawn))  # <bos> never follows
+                logits[r, -1] = math.log(rest)
+                logits[r, -1, 0] = -1e9
+                for w, p in drawn.items():
+                    logits[r, -1, index[w]] = math.log(p)
+            return logits, state
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.decoder = Tree()
+
+        def encoder(self, src, valid_lens):
+            return None
+
+    src, valid = torch.zeros(1, 1, dtype=torch.long), torch.ones(1)
+    finished = {}
+    for alpha in (BEAM_ALPHA, 0.0):
+        ids, log_p, _, done = beam_search_ids(Model(), src, valid, 0, 1, BEAM_SIZE, 6, alpha,
+                                              use_cache=False, need_weights=False)
+        assert done, "the made-up search must finish"
+        finished[tuple(vocab[i] for i in ids)] = log_p
+    winner = max(finished, key=lambda y: finished[y] / gnmt_length_penalty(len(y), BEAM_ALPHA))
+    return {"extended": extended,
+            "finished": {y: (lp, gnmt_length_penalty(len(y), BEAM_ALPHA),
+                             lp / gnmt_length_penalty(len(y), BEAM_ALPHA)) for y, lp in finished.items()},
+            "winner": winner}
+
+
+def _minus(v: float, fmt: str = "{:.1f}") -> str:
+    return fmt.format(v).replace("-", "−")
+
+
+@diagram(720, 396)
 def ch07_beam_search(d: Diagram) -> None:
-    """Beam search with k = 2: at every step each kept prefix is extended by every word, and the
-    k best total log-probabilities are kept."""
-    cols = [60, 230, 420, 610]
-    # node: (column, y, word, total log-probability, kept, parent); the drawn extensions of a
-    # prefix have probabilities that sum to at most 1 (the rest of the vocabulary is not drawn)
-    tree = {
-        "b": (0, 150, "<bos>", 0.0, True, None),
-        "le": (1, 70, "le", -0.5, True, "b"),
-        "un": (1, 150, "un", -1.2, True, "b"),
-        "la": (1, 230, "la", -2.5, False, "b"),
-        "le chat": (2, 40, "chat", -1.0, True, "le"),
-        "le chien": (2, 90, "chien", -1.7, False, "le"),
-        "un chat": (2, 150, "chat", -1.5, True, "un"),
-        "un chien": (2, 200, "chien", -2.6, False, "un"),
-        "le chat dort": (3, 30, "dort", -1.3, True, "le chat"),
-        "le chat mange": (3, 80, "mange", -2.5, False, "le chat"),
-        "un chat dort": (3, 150, "dort", -1.9, True, "un chat"),
-        "un chat .": (3, 200, ".", -3.0, False, "un chat"),
+    """Beam search with k = 2 as attnlib's beam_search_ids runs it: every kept prefix is extended
+    by every word and the k best total log-probabilities are kept; a kept extension ending in
+    <eos> is finished and the beam shrinks by one; the finished hypotheses are ranked by
+    log P / lp(|Y|) (alpha = 0.6), which here prefers the longer one."""
+    run = beam_run()
+    cols = [44, 184, 324, 464, 604]
+    ys = {  # the rows of the drawing, one per prefix
+        (): 126, ("le",): 64, ("un",): 140, ("la",): 212,
+        ("le", "chat"): 40, ("le", "chien"): 90, ("un", "chat"): 150, ("un", "chien"): 202,
+        ("le", "chat", "dort"): 30, ("le", "chat", "<eos>"): 78,
+        ("un", "chat", "<eos>"): 136, ("un", "chat", "dort"): 190,
+        ("le", "chat", "dort", "<eos>"): 30, ("le", "chat", "dort", "."): 78,
     }
-    for _node, (c, y, _w, _s, kept, parent) in tree.items():
-        if parent:
-            pc, py = tree[parent][0], tree[parent][1]
-            d.polyline(
-                [(cols[pc] + 34, py), (cols[c] - 34, y)],
-                stroke=INK if kept else "#bdbdbd",
-                sw=1.8 if kept else 1.1,
-                dash=None if kept else "4 3",
-            )
-    for _node, (c, y, word, score, kept, _p) in tree.items():
-        d.rect(
-            cols[c] - 34,
-            y - 12,
-            68,
-            24,
-            fill=O[0] if kept else "#f2f2f2",
-            stroke=O[1] if kept else "#bdbdbd",
-            sw=1.4 if kept else 1,
-            rx=4,
-        )
-        d.code(cols[c], y + 4, word, 11, fill=INK if kept else MUTED)
-        if c:
-            d.text(  # under the node, where no edge runs
-                cols[c],
-                y + 25,
-                f"{score:.1f}".replace("-", "−"),
-                10,
-                fill=INK if kept else MUTED,
-            )
-    for k, label in enumerate(["", "step 1", "step 2", "step 3"]):
-        if label:
-            d.label(cols[k], 276, label, 12, fill=MUTED)
-    d.label(
-        360,
-        292,
-        "kept (k = 2): the two prefixes with the best total log-probability; dashed: dropped",
-        11,
-        fill=MUTED,
-    )
-    d.label(
-        360,
-        310,
-        "a prefix that ends in <eos> is set aside as finished; the finished ones are ranked by "
-        "log P / length penalty (α = 0.6)",
-        11,
-        fill=MUTED,
-    )
+    scores = {(): 0.0, **BEAM_TREE}
+
+    def status(prefix):
+        if prefix in run["finished"]:
+            return "finished"
+        return "kept" if prefix in run["extended"] else "dropped"
+
+    bw, bh = 72, 34
+    for prefix in BEAM_TREE:  # the edges first, so the boxes cover their ends
+        parent, kept = prefix[:-1], status(prefix) != "dropped"
+        d.polyline([(cols[len(parent)] + bw / 2, ys[parent]), (cols[len(prefix)] - bw / 2, ys[prefix])],
+                   stroke=INK if kept else "#bdbdbd", sw=1.8 if kept else 1.1, dash=None if kept else "4 3")
+    for prefix, y in ys.items():
+        x, state = cols[len(prefix)], status(prefix)
+        styles = {"kept": (O[0], O[1]), "finished": (O[0], INK), "dropped": ("#f2f2f2", "#bdbdbd")}
+        fill, stroke = styles[state]
+        if prefix == run["winner"]:
+            d.rect(x - bw / 2 - 4, y - bh / 2 - 4, bw + 8, bh + 8, fill="none", stroke=INK, sw=1.4, rx=6)
+        d.rect(x - bw / 2, y - bh / 2, bw, bh, fill=fill, stroke=stroke,
+               sw=2.2 if state == "finished" else 1.2, rx=4)
+        ink = MUTED if state == "dropped" else INK
+        d.code(x, y - 2, prefix[-1] if prefix else "<bos>", 11, fill=ink)
+        if prefix:
+            d.text(x, y + 12, _minus(scores[prefix]), 10, fill=ink)
+    for k in range(1, 5):
+        d.label(cols[k], 246, f"step {k}", 12, fill=MUTED)
+    d.label(360, 272, "kept: the k = 2 best log-probabilities; dashed: dropped; thick: ends in <eos>, "
+            "finished (the beam shrinks by one)", 11, fill=MUTED)
+    # the finished hypotheses, ranked by log P / lp
+    d.rect(12, 296, 696, 92, fill="#fafafa", stroke="#d0d0d0", sw=1, rx=8)
+    d.label(24, 316, "finished, ranked by", 12, anchor="start", weight="bold")
+    d.math(160, 317, r"\log P / \mathrm{lp},\ \ \mathrm{lp} = ((5 + |Y|) / 6)^{0.6}", 13, anchor="start")
+    ranked = sorted(run["finished"].items(), key=lambda item: -item[1][2])
+    for r, (hyp, (log_p, lp, s)) in enumerate(ranked):
+        y = 342 + r * 24
+        tx = 28
+        for token in hyp:  # one text per token: the words are French tokens, not a phrase to translate
+            d.code(tx, y, token, 11, anchor="start")
+            tx += text_width(token, 11, "c") + 7
+        d.text(250, y, f"{_minus(log_p)} / {lp:.2f} = {_minus(s, '{:.2f}')}", 11, anchor="start")
+        d.text(430, y, f"|Y| = {len(hyp)}", 11, anchor="start", fill=MUTED)
+        best_log_p = run["finished"][run["winner"]][0]
+        if hyp == run["winner"]:
+            d.label(500, y, "the winner", 11, anchor="start", weight="bold")
+        elif log_p > best_log_p and len(hyp) < len(run["winner"]):
+            d.label(500, y, "more probable, but shorter", 11, anchor="start", fill=MUTED)

@@ -1,6 +1,7 @@
 """Chapter 9: online softmax, shared key/value heads, sliding windows, linear attention."""
 
 import math
+from fractions import Fraction
 
 from . import diagram
 from .draw import INK, LINE, MASK_SLASH, MUTED, ROLES, Diagram, _f, signed
@@ -78,14 +79,14 @@ def ch09_online_softmax(d: Diagram) -> None:
     d.label(168, 332, "after the last block: the attention output", 11, anchor="start", fill=MUTED)
 
 
-@diagram(720, 250)
+@diagram(720, 272)
 def ch09_gqa(d: Diagram) -> None:
     """Eight query heads share key/value heads: eight (multi-head), two (grouped-query) or one
-    (multi-query)."""
+    (multi-query); the key/value cache shrinks in proportion."""
     panels = [("multi-head", 8), ("grouped-query", 2), ("multi-query", 1)]
     for p, (title, g) in enumerate(panels):
         x0 = 12 + p * 236
-        d.rect(x0, 10, 224, 230, fill="#fafafa", stroke="#d0d0d0", sw=1, rx=8)
+        d.rect(x0, 10, 224, 252, fill="#fafafa", stroke="#d0d0d0", sw=1, rx=8)
         d.label(x0 + 112, 34, title, 14, weight="bold")
         qs = [x0 + 28 + i * 24 for i in range(8)]
         span = 24 * 7
@@ -103,6 +104,8 @@ def ch09_gqa(d: Diagram) -> None:
         d.label(x0 + 112, 184, f"{g} key/value head" + ("s" if g > 1 else ""), 11, fill=K[2])
         d.code(x0 + 112, 206, f"num_kv_heads={g}", 11, fill=MUTED)
         d.label(x0 + 112, 226, f"the cache holds {g} head" + ("s" if g > 1 else ""), 11, fill=MUTED)
+        ratio = Fraction(g, panels[0][1])  # the key/value cache against multi-head's
+        d.label(x0 + 112, 248, f"cache size × {ratio}", 12, weight="bold")
 
 
 def _window_grid(d: Diagram, x: float, y: float, n: int, w: int, block: int | None, cell: float) -> None:

@@ -162,13 +162,20 @@ def test_the_book_is_timed_from_an_empty_model_cache_shared_by_its_chapters(tmp_
     assert os.environ["ATTNLIB_CACHE"] == str(tmp_path / "readers-cache")  # restored afterwards
 
 
-def _fake_results(attnlib_mib, d2l_mib, step_ratio, book_seconds):
-    def row(n, mask, mode, cand, ms, ratio, mib=None):
+def _fake_results(attnlib_mib, d2l_mib, step_ratio, book_seconds, small_ratio=1.04):
+    def row(n, mask, mode, cand, ms, ratio, mib=None, **more):
         return {"table": "module", "n": n, "mask": mask, "mode": mode, "candidate": cand,
                 "median_ms": ms, "min_ms": ms, "ratio_to_sdpa": ratio, "repeats": 3,
-                "peak_mib": mib, "agrees": True, "sdpa_kernel": None, "gflops": None}
-    rows = [row(1024, "none", "fwd+bwd", "sdpa", 10.0, 1.0),
-            row(1024, "none", "fwd+bwd", "attnlib", 10.2, 1.02),
+                "peak_mib": mib, "agrees": True, "sdpa_kernel": None, "gflops": None, **more}
+    vs_torch = {"ratio_to_nn.MHA need_weights=False": 0.99}
+    rows = [row(16, "padding", "fwd+bwd", "sdpa", 1.0, 1.0),
+            row(16, "padding", "fwd+bwd", "attnlib", small_ratio, small_ratio,
+                **{"ratio_to_nn.MHA need_weights=False": small_ratio / 1.1}),
+            row(16, "padding", "fwd+bwd", "nn.MHA need_weights=False", 1.1, 1.1),
+            row(16, "padding", "fwd+bwd", "attnlib (weights)", 1.2 * small_ratio, 1.2 * small_ratio,
+                ratio_to_attnlib=1.2),
+            row(1024, "none", "fwd+bwd", "sdpa", 10.0, 1.0),
+            row(1024, "none", "fwd+bwd", "attnlib", 10.2, 1.02, **vs_torch),
             row(1024, "none", "fwd+bwd", "d2l MultiHeadAttention", 30.0, 3.0),
             row(4096, "none", "fwd+bwd", "sdpa", 100.0, 1.0, attnlib_mib),
             row(4096, "none", "fwd+bwd", "attnlib", 101.0, 1.01, attnlib_mib),
@@ -180,7 +187,9 @@ def _fake_results(attnlib_mib, d2l_mib, step_ratio, book_seconds):
     return {"machine": machine, "devices": {"cpu": {
         "attention": {"rows": rows, "settings": {
             "batch": 2, "heads": 4, "head_dim": 64, "num_hiddens": 256, "dtype": "float32",
-            "padding": "p"}}, "training": training_res}},
+            "padding": "p", "threads": 1},
+            "op_counts": {"none": {"sdpa": 25, "attnlib": 17}, "padding": {"sdpa": 28, "attnlib": 28}}},
+        "training": training_res}},
         "notebooks": {"notebooks": [{"notebook": "01_x.ipynb", "seconds": book_seconds,
                                      "cells": 3, "error": None}],
                       "total_seconds": book_seconds}}
@@ -194,6 +203,11 @@ def test_goals_met_and_missed():
     assert not missed["memory_4096"]["met"] and "20.0 %" in missed["memory_4096"]["value"]
     assert not missed["transformer_step"]["met"] and not missed["book"]["met"]
     assert missed["vs_d2l_1024"]["met"] and missed["sdpa_overhead"]["met"]
+    slow = report.goals(_fake_results(40.0, 1000.0, 1.05, 200.0, small_ratio=1.2))
+    assert not slow["sdpa_overhead"]["met"]
+    assert "worst 1.200x (n=16, padding)" in slow["sdpa_overhead"]["value"]
+    assert not slow["vs_nn_mha"]["met"] and "slower at 1 of 2 points" in slow["vs_nn_mha"]["value"]
+    assert slow["op_count"]["met"] and slow["weights_path"]["met"]
 
 
 def test_write_json_and_markdown(tmp_path):
@@ -203,7 +217,9 @@ def test_write_json_and_markdown(tmp_path):
     assert data["devices"]["cpu"]["goals"]["memory_4096"]["met"] is True
     text = md.read_text()
     for needle in ("AMD" if "AMD" in results["machine"]["cpu"] else "CPU", "torch threads",
-                   "| 1024 | none |", "**whole book**", "## Goals (cpu)"):
+                   "| 1024 | none |", "**whole book**", "## Goals (cpu)", "side by side",
+                   "| 16 | padding | 1 ms | 1.040x | 1.100x | 0.945x | 1.200x |",
+                   "| padding | 28 | 28 |"):
         assert needle in text
 
 
@@ -332,3 +348,17 @@ def test_grading_class_is_made_for_every_assignment(tmp_path):
             stubbed = all("return torch.zeros(1)" in c.source for c in solutions)
             assert stubbed == (kind in ("wrong", "adversarial")), (student, name)
             assert ("torch.allclose = lambda" in solutions[0].source) == (kind == "adversarial")
+
+
+def test_keep_rest_takes_the_parts_not_run_from_the_earlier_run(tmp_path):
+    earlier = _fake_results(40.0, 1000.0, 1.05, 200.0)
+    earlier["machine"]["date_utc"] = "2026-01-01 00:00 UTC"
+    now = _fake_results(40.0, 1000.0, 1.05, 200.0)
+    del now["devices"]["cpu"]["training"], now["notebooks"]
+    now["devices"]["cpu"]["attention"]["rows"][1]["ratio_to_sdpa"] = 1.03  # measured anew
+    report.keep_rest(now, earlier, {"attention"})
+    assert now["devices"]["cpu"]["training"] == earlier["devices"]["cpu"]["training"]
+    assert now["devices"]["cpu"]["attention"]["rows"][1]["ratio_to_sdpa"] == 1.03
+    assert set(now["kept"]) == {"training", "notebooks"}
+    text = report.write(now, tmp_path)[1].read_text()
+    assert "training from 2026-01-01 00:00 UTC" in text and "notebooks from 2026-01-01" in text

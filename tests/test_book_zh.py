@@ -111,6 +111,15 @@ def test_chinese_page_renders_offline_in_chromium(page, server, browser, axe):  
         assert report["images"] == english["images"] and report["snapshots"] == english["snapshots"]
 
 
+def test_an_unchanged_chinese_site_is_not_built_again(sites):
+    """Several workers and fixtures ask for the sites: a build that would change nothing is skipped
+    (Sphinx alone re-reads every Chinese page, about half a minute of a core)."""
+    done = subprocess.run([sys.executable, "-m", "book.build", "--lang", "zh"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the Chinese book is up to date" in done.stdout, done.stdout
+
+
 @pytest.mark.parametrize("page", [p for p in PAGES if p not in ("genindex", "search")])  # no body
 def test_each_page_links_to_the_same_page_in_the_other_language(page, sites):
     zh, en = _html(page), _html(page, "en")

@@ -12,6 +12,7 @@
 * no text is cut by the card's edge, overlaps another text or has a line drawn through it.
 """
 
+import html
 import importlib.util
 import json
 import re
@@ -335,3 +336,189 @@ def test_no_text_is_smaller_than_the_floor(fresh):
     d.label(100, 50, "tiny", 6)
     d.math(100, 80, r"\mathbf{q}", 8)
     assert re.findall(r'font-size="([\d.]+)"', d.svg())[:2] == ["10", "12.5"]
+
+
+# --------------------------------------------------------------------------- diagrams drawn from attnlib
+def _diagram_texts(name: str) -> tuple[str, str]:
+    """The caption and alt text of diagram ``name`` in its chapter."""
+    nb = json.loads(cli.chapter_path(REGISTRY[name].chapter).read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if diagrams.cell_name(c) == name)
+    return diagrams.cell_texts(cell)
+
+
+def _svg_texts(name: str, lang: str) -> list[tuple[float, float, str, str, str]]:
+    """Every ``<text>`` of diagram ``name``'s committed SVG in ``lang``: (x, y, class, anchor,
+    content), the content with its tspans joined and its entities decoded."""
+    svg = diagrams.svg_path(name, lang).read_text(encoding="utf-8")
+    texts = []
+    for attrs, body in re.findall(r"<text ([^>]*)>(.*?)</text>", svg):
+        a = dict(re.findall(r'([\w-]+)="([^"]*)"', attrs))
+        content = html.unescape(re.sub(r"<[^>]+>", "", body))
+        anchor = a.get("text-anchor", "start")
+        texts.append((float(a["x"]), float(a["y"]), a.get("class", ""), anchor, content))
+    return texts
+
+
+def _two_decimals(w: float) -> str:
+    return f"{w:.2f}".lstrip("0") if w < 1 else "1"
+
+
+def test_the_heads_diagram_shows_what_its_caption_and_alt_text_say():
+    """ch05_heads_sentence draws weights computed from the shipped Transformer: the head each
+    caption sentence names looks where the caption says, and every weight the alt text quotes is
+    the drawn one (a retrained model would fail here before a reader sees a wrong caption)."""
+    from diagrams import ch05
+
+    tokens, rows = ch05.head_weights()
+    assert tokens == [*ch05.HEADS_SENTENCE.split(), "<eos>"]
+    assert all(abs(sum(row) - 1) < 0.03 for row in rows)  # rounded softmax rows
+    caption, alt = _diagram_texts("ch05_heads_sentence")
+    ranked = [sorted(tokens, key=lambda t, row=row: -row[tokens.index(t)]) for row in rows]
+    assert [r[0] for r in ranked] == ["my", ".", "green", "car"], ranked  # the caption's four heads
+    assert set(ranked[0][1:3]) == {".", "<eos>"} and set(ranked[1][:2]) == {".", "<eos>"}, ranked
+    my = _two_decimals(rows[0][tokens.index("my")])
+    for sentence in (f"Head 1 looks most strongly at *my* ({my}), then at `.` and `<eos>`",
+                     "head 2 at the final `.` and `<eos>`", "head 3 at *green*", "head 4 at *car* itself",
+                     "one query of one sentence"):
+        assert sentence in caption, sentence
+    assert "adjective" not in caption  # one query does not make a head role
+    assert "every key whose weight is at least .01" in alt  # no line is drawn for a smaller weight
+    spoken, checked = {"the full stop": "."}, 0
+    parts = alt.split("The largest weights: ")[1].rstrip(".").split("; ")
+    assert [part.split(",")[0] for part in parts] == [f"head {h + 1}" for h in range(len(rows))]
+    for h, part in enumerate(parts):
+        for word, value in re.findall(r"(the full stop|<eos>|\w+) (\.\d\d)", part):
+            drawn = rows[h][tokens.index(spoken.get(word, word))]
+            assert _two_decimals(drawn) == value, (h, word, value)
+            checked += 1
+    assert checked == 11, checked
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_heads_diagram_draws_each_weight_beside_its_key_and_a_line_to_it(lang):
+    """Read back from the drawn SVG: in each head's panel (left to right), the key column lists the
+    tokens in order, the number beside each key is that key's computed weight, and a line runs from
+    the query to exactly the keys with a weight of at least .01, wider for a larger weight."""
+    from diagrams import ch05
+
+    tokens, rows = ch05.head_weights()
+    texts = _svg_texts("ch05_heads_sentence", lang)
+    numbers = [t for t in texts if t[2] == "s" and t[3] == "end" and re.fullmatch(r"1|\.\d\d", t[4])]
+    keys = [t for t in texts if t[2] == "c" and t[3] == "start"]
+    number_cols, key_cols = sorted({t[0] for t in numbers}), sorted({t[0] for t in keys})
+    assert len(number_cols) == len(key_cols) == len(rows) == 4, (number_cols, key_cols)
+    svg = diagrams.svg_path("ch05_heads_sentence", lang).read_text(encoding="utf-8")
+    lines = [(tuple(map(float, pts.split()[1].split(","))), float(width))
+             for pts, width in re.findall(r'<polyline points="([^"]+)"[^>]*stroke-width="([\d.]+)"', svg)]
+    for h, row in enumerate(rows):
+        key_at = {y: tok for x, y, _, _, tok in keys if x == key_cols[h]}
+        drawn = [(key_at[y], value) for x, y, _, _, value in sorted(numbers, key=lambda t: t[1])
+                 if x == number_cols[h]]
+        assert drawn == [(t, _two_decimals(w)) for t, w in zip(tokens, row, strict=True)], (lang, h, drawn)
+        # a line ends 4 px left of its key's text and 4 px above its baseline
+        ends = {key_at[(y + 4)]: width for (x, y), width in lines if x + 4 == key_cols[h]}
+        assert set(ends) == {t for t, w in zip(tokens, row, strict=True) if w >= 0.01}, (lang, h, ends)
+        by_weight = sorted(ends, key=lambda t: row[tokens.index(t)])
+        assert [ends[t] for t in by_weight] == sorted(ends.values()), (lang, h)
+
+
+def test_a_weight_on_a_rounding_boundary_is_refused():
+    from diagrams import ch05
+
+    assert ch05._rounded(0.3449) == 0.34 and ch05._rounded(0.3451) == 0.35
+    with pytest.raises(ValueError, match="rounding boundary"):
+        ch05._rounded(0.345 + 1e-7)
+
+
+def test_the_beam_diagram_is_what_attnlibs_beam_search_does():
+    """ch07_beam_search's tree is kept, finished and ranked by attnlib's beam_search_ids itself;
+    here the outcome the caption describes: two hypotheses finish, the length penalty picks the
+    longer one although the shorter is more probable (with alpha = 0 the shorter wins)."""
+    from diagrams import ch07
+
+    run = ch07.beam_run()
+    assert set(run["finished"]) == {("un", "chat", "<eos>"), ("le", "chat", "dort", "<eos>")}
+    assert run["winner"] == ("le", "chat", "dort", "<eos>")
+    short, long = run["finished"][("un", "chat", "<eos>")], run["finished"][run["winner"]]
+    assert short[0] > long[0] and short[2] < long[2]  # more probable, ranked second
+    assert run["extended"] == {(), ("le",), ("un",), ("le", "chat"), ("un", "chat"), ("le", "chat", "dort")}
+    for prefix, log_p in ch07.BEAM_TREE.items():  # every drawn node's children fit in probability 1
+        children = [v for p, v in ch07.BEAM_TREE.items() if p[:-1] == prefix]
+        assert sum(2.718281828 ** (v - log_p) for v in children) <= 1
+
+
+def _beam_status(run: dict, prefix: tuple) -> str:
+    if prefix in run["finished"]:
+        return "finished"
+    return "kept" if prefix in run["extended"] else "dropped"
+
+
+def _minus(v: float, digits: int = 1) -> str:
+    return f"{v:.{digits}f}".replace("-", "\u2212")
+
+
+def _ranking(run: dict) -> list[tuple[tuple, str, str]]:
+    """The finished hypotheses, best first by log P / lp with lp = ((5 + |Y|) / 6) ** 0.6 computed
+    here: (hypothesis, 'log P / lp = score', '|Y| = n')."""
+    lp = {y: ((5 + len(y)) / 6) ** 0.6 for y in run["finished"]}
+    ranked = sorted(run["finished"], key=lambda y: -run["finished"][y][0] / lp[y])
+    return [(y, f"{_minus(run['finished'][y][0])} / {lp[y]:.2f} = {_minus(run['finished'][y][0] / lp[y], 2)}",
+             f"|Y| = {len(y)}") for y in ranked]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_beam_diagram_ranks_the_finished_hypotheses_as_the_search_does(lang):
+    """Read back from the drawn SVG: the ranking panel's rows, top to bottom, are the finished
+    hypotheses in the order of log P / lp, each with its numbers, and the first is the winner."""
+    from diagrams import ch07
+
+    run = ch07.beam_run()
+    texts = _svg_texts("ch07_beam_search", lang)
+    title_y = next(y for x, y, _, _, s in texts if s.startswith(("finished, ranked", "已完成")))
+    rows = {}
+    for x, y, _, _, s in texts:
+        if y > title_y + 12:  # the panel's rows, below its title
+            rows.setdefault(y, []).append((x, s))
+    drawn = [[s for _, s in sorted(row)] for _, row in sorted(rows.items())]
+    ranking = _ranking(run)
+    assert ranking[0][0] == run["winner"]
+    assert len(drawn) == len(ranking) == 2, drawn
+    for row, (hyp, numbers, length) in zip(drawn, ranking, strict=True):
+        assert row[: len(hyp) + 2] == [*hyp, numbers, length], (lang, row)
+    if lang == "en":
+        assert [row[len(hyp) + 2:] for row, (hyp, _, _) in zip(drawn, ranking, strict=True)] == [
+            ["the winner"], ["more probable, but shorter"]]
+
+
+def test_the_beam_diagrams_alt_text_is_the_tree_and_the_search():
+    """Every node of BEAM_TREE is in the alt text once, in its step, with its log-probability and
+    what the search did with it (kept, dropped, finished); the ranking sentence is the search's."""
+    from diagrams import ch07
+
+    run = ch07.beam_run()
+    _, alt = _diagram_texts("ch07_beam_search")
+    tree_part, ranking_part = alt.split("A panel below")
+    words = sorted({w for prefix in ch07.BEAM_TREE for w in prefix}, key=len, reverse=True)
+    word = "|".join(re.escape(w) for w in words)
+    mention = re.compile(rf"(?<!\S)((?:(?:{word}) )+)(\u2212?\d\.\d)")
+    said = {}
+    steps = re.split(r"Step (\d): ", tree_part.split("Kept nodes")[0])[1:]
+    for step, text in zip(steps[::2], steps[1::2], strict=True):
+        found = list(mention.finditer(text))
+        status = None
+        for k in reversed(range(len(found))):  # "a and b are kept": a takes the status said after b
+            after = text[found[k].end(): found[k + 1].start() if k + 1 < len(found) else len(text)]
+            if "finish" in after:
+                status = "finished"
+            elif "dropped" in after:
+                status = "dropped"
+            elif "kept" in after:
+                status = "kept"
+            prefix = tuple(found[k].group(1).split())
+            assert prefix not in said and len(prefix) == int(step), (step, prefix)
+            said[prefix] = (found[k].group(2), status)
+    assert said == {p: (_minus(v), _beam_status(run, p)) for p, v in ch07.BEAM_TREE.items()}, said
+    sentences = [f"{' '.join(hyp)}, {numbers}, {length}" for hyp, numbers, length in _ranking(run)]
+    at = [ranking_part.find(s) for s in sentences]
+    assert -1 not in at and at == sorted(at), (sentences, ranking_part)
+    assert "the winner" in ranking_part[at[0]: at[1]]

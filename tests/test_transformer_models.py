@@ -99,20 +99,41 @@ def test_decoder_block_alone_with_and_without_a_cache():
 
 
 def test_the_cached_step_projects_only_the_new_position():
-    """With the cache, one decoding step runs W_k and W_v on one row, not on the whole prefix."""
+    """With the cache, one decoding step projects keys and values for one row, not for the whole
+    prefix. Counted on what ``project`` returns (self-attention packs W_q, W_k, W_v into one
+    product, which the layers' hooks never see), and on W_k, W_v's hooks outside ``project`` (a
+    path that projected keys some other way)."""
     model = make().eval()
     src, tgt, vl = batch()
     state = model.encode(src, vl)
     _, state = model.decoder(tgt[:, :5], state)
-    rows = []
-    hooks = [blk.attention1.W_k.register_forward_hook(lambda m, i, o: rows.append(i[0].shape[1]))
-             for blk in model.decoder.blks]
-    hooks += [blk.attention2.W_k.register_forward_hook(lambda m, i, o: rows.append(-1))
-              for blk in model.decoder.blks]
+    rows, inside = [], []
+
+    def counted(name, project):
+        def wrapper(queries, keys, values):
+            inside.append(True)
+            try:
+                q, k, v = project(queries, keys, values)
+            finally:
+                inside.pop()
+            rows.append((name, k.shape[2], v.shape[2]))  # key and value positions projected
+            return q, k, v
+        return wrapper
+
+    def elsewhere(layer, args, out):
+        if not inside:
+            rows.append(("outside project", args[0].shape[1]))
+
+    hooks = []
+    for i, blk in enumerate(model.decoder.blks):
+        for name, mha in ((f"self {i}", blk.attention1), (f"cross {i}", blk.attention2)):
+            mha.project = counted(name, mha.project)
+            hooks += [mha.W_k.register_forward_hook(elsewhere), mha.W_v.register_forward_hook(elsewhere)]
     model.decoder(tgt[:, 5:], state)
     for h in hooks:
         h.remove()
-    assert rows == [1] * BLKS  # self-attention: the new token only; cross: not at all
+    # self-attention: the new token only, once; cross-attention: not at all (its cache is static)
+    assert rows == [(f"self {i}", 1, 1) for i in range(BLKS)]
 
 
 def test_pre_norm_stacks_end_with_a_layer_norm():
