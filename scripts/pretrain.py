@@ -83,9 +83,7 @@ def pretrain_char_lm(replace: bool) -> None:
     start = time.perf_counter()
     train_s, val_s, vocab = lm.char_lm_data()
     path = lm.char_lm_path(train_s, vocab)
-    with torch.random.fork_rng(devices=[]):
-        torch.set_num_threads(1)
-        model, losses = lm.train_char_lm(train_s, vocab, device="cpu")
+    model, losses = lm.train_char_lm(train_s, vocab, device="cpu")  # as the chapter trains it
     ppl = lm.perplexity(model, val_s, vocab)
     what = f"wrote fresh weights ({'--replace' if replace else 'none shipped'}): re-execute chapter 8"
     if path.exists() and not replace:
