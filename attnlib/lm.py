@@ -343,3 +343,72 @@ class NGramLM:
         _check_sentences(sentences, nonempty=True)
         nll = [-self.log_prob(h, c) for s in sentences for h, c in self._events(s)]
         return math.exp(sum(nll) / len(nll))
+
+
+# --- the model that ships --------------------------------------------------------------------
+
+#: Chapter 8's character language model: its sizes, its data (the English sentences of up to
+#: ``max_chars`` characters, ``val_frac`` held out, seeded) and its training (``num_steps`` batches
+#: of ``batch_size`` sentences at ``lr``, seed 0). ``make models`` trains it once and ships the
+#: weights (``attnlib/pretrained/``); the chapter and the website load them (:func:`shipped_lm`).
+CHAR_LM = dict(num_hiddens=64, ffn_num_hiddens=128, num_heads=4, num_blks=2, max_len=48,
+               max_chars=40, val_frac=0.1, num_steps=600, batch_size=32, lr=5e-3, seed=0)
+#: How far a retrained model's held-out perplexity may land from the shipped one's and still count
+#: as the same model (another float path trains other last digits, see attnlib.presets).
+CHAR_LM_TOLERANCE = 0.05
+
+
+def char_lm_data(path=TATOEBA_FRA_ENG) -> tuple[list[str], list[str], Vocab]:
+    """``(train, held_out, vocab)`` of chapter 8's model: the held-out sentences are the first 2,000
+    of the split, the vocabulary is the training sentences' characters."""
+    sentences = char_sentences("en", path, max_chars=CHAR_LM["max_chars"])
+    train_s, val_s = split_sentences(sentences, val_frac=CHAR_LM["val_frac"], seed=CHAR_LM["seed"])
+    return train_s, val_s[:2000], char_vocab(train_s)
+
+
+def char_lm_recipe(train_s: Sequence[str], vocab: Vocab) -> dict:
+    """What the shipped weights follow from: the settings, a hash of the training sentences and
+    vocabulary, and the code that trains them (``attnlib.presets.TRAINING_CODE`` and this module)."""
+    import hashlib
+
+    from . import presets
+
+    code = {f"attnlib/{m}.py": hashlib.sha256(presets._code_only(Path(__file__).parent / f"{m}.py"))
+            .hexdigest()[:16] for m in (*presets.TRAINING_CODE, "lm")}
+    data = hashlib.sha256(repr((list(train_s), vocab.idx_to_token)).encode()).hexdigest()[:16]
+    return {"preset": "char_lm", "settings": dict(sorted(CHAR_LM.items())), "data": data, "code": code}
+
+
+def char_lm_path(train_s: Sequence[str], vocab: Vocab) -> Path:
+    """Where the shipped weights of chapter 8's model are (or would be)."""
+    from .presets import PRETRAINED_DIR
+
+    return PRETRAINED_DIR / f"char_lm-{char_lm_recipe(train_s, vocab)['data']}.pt"
+
+
+def train_char_lm(train_s: Sequence[str], vocab: Vocab, device=None) -> tuple[DecoderOnlyLM, list[float]]:
+    """Build chapter 8's model with seed 0 and train it with :data:`CHAR_LM`'s settings."""
+    p = CHAR_LM
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(p["seed"])
+        model = DecoderOnlyLM(len(vocab), p["num_hiddens"], p["ffn_num_hiddens"], p["num_heads"],
+                              p["num_blks"], max_len=p["max_len"])
+    model = model.to(device or "cpu")
+    losses = train_lm(model, train_s, vocab, p["num_steps"], batch_size=p["batch_size"], lr=p["lr"])
+    return model.eval(), losses
+
+
+def shipped_lm(train_s: Sequence[str], vocab: Vocab, device=None, pretrained: bool = True
+               ) -> tuple[DecoderOnlyLM, list[float]]:
+    """Chapter 8's model and its training losses: the shipped weights when they were made from the
+    current :func:`char_lm_recipe` (and ``pretrained``), else trained now (about a minute on a CPU)."""
+    path = char_lm_path(train_s, vocab)
+    if pretrained and path.exists():
+        saved = torch.load(path, map_location=device or "cpu", weights_only=True)
+        if saved.get("recipe") == char_lm_recipe(train_s, vocab):
+            p = CHAR_LM
+            model = DecoderOnlyLM(len(vocab), p["num_hiddens"], p["ffn_num_hiddens"], p["num_heads"],
+                                  p["num_blks"], max_len=p["max_len"])
+            model.load_state_dict(saved["model"])
+            return model.to(device or "cpu").eval(), list(saved["losses"])
+    return train_char_lm(train_s, vocab, device)

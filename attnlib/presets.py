@@ -121,10 +121,10 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
 
     * ``pretrained``: the weights that ship with attnlib (:data:`PRETRAINED_DIR`, written by
       ``make models`` with this very call on the CPU) when they were made from the same
-      :func:`recipe`: preset, settings, data and the code of the modules involved. Chapters 5 and
-      7 study this very model, so they load it on every device: the Transformer takes about a
-      minute to train on two CPU cores (seconds on a GPU), and a model trained on another float
-      path is another model, whose heads and numbers are not the ones the chapters describe.
+      :func:`recipe`: preset, settings, data and the code of the modules involved. Chapters 4, 5
+      and 7 study these very models, so they load them on every device: the Transformer takes
+      about a minute to train on two CPU cores (seconds on a GPU), and a model trained on another
+      float path is another model, whose heads and numbers are not the ones the chapters describe.
     * ``cache``: the weights and the :class:`~attnlib.training.History` are saved under
       :func:`cache_dir`, and the next call with the same preset, settings, data, device type,
       torch and attnlib loads them. A file saved by another version of attnlib's code can never
@@ -177,8 +177,9 @@ def save_trained(model: EncoderDecoder, history: History, path: Path, recipe: di
 #: Trained weights that ship with attnlib, for the presets chapters load (``make models``).
 PRETRAINED_DIR = Path(__file__).parent / "pretrained"
 #: The presets with shipped weights, trained on :data:`DATA_DEFAULTS`: chapter 5 studies the
-#: Transformer, chapter 7 compares it with its pre-LN variant.
-PRETRAINED = ("transformer", "transformer_pre_ln")
+#: Transformer, chapter 7 compares it with its pre-LN variant, chapter 4 shows Bahdanau's fully
+#: trained model beside its own short runs, and the website translates with all three (book/live.py).
+PRETRAINED = ("bahdanau", "transformer", "transformer_pre_ln")
 
 
 def pretrained_path(name: str, data, **overrides) -> Path:

@@ -101,9 +101,9 @@ def book_messages() -> list[tuple[str, str]]:
                  "column, value); keep {settings}, {about} and {control}") for word in EXPLORER_WORDS],
         *[(label, "the label of a control of a chapter's interactive figure")
           for label in explorer_control_labels()],
-        *[(word, "the live translation box of chapter 7 (book/live.py): its note, labels, status "
+        *[(word, "the live boxes of chapters 7 and 8 (book/live.py): their notes, labels, status "
                  "and messages; keep {n}, {ms}, {why}, {words}, {max}, {src}, {out}, {kind}, "
-                 "{layer}, {head}, {query}, {key}, {w} and <unk>, <eos>")
+                 "{layer}, {head}, {query}, {key}, {w}, {c}, {chars} and <unk>, <eos>")
           for word in LIVE_WORDS.values()],
         *[(label, "the name of a heatmap's axis or colour bar in a chapter's interactive figure, "
                   "said by the readout of the cell under the pointer")

@@ -1,6 +1,7 @@
 """Train the presets whose weights ship with attnlib and save them in attnlib/pretrained/ (``make models``).
 
     python scripts/pretrain.py [PRESET ...] [--replace]   # default: all of attnlib.presets.PRETRAINED
+                                                         # and char_lm, chapter 8's language model
 
 Each preset in ``attnlib.presets.PRETRAINED`` is trained on the CPU by exactly the call the chapters
 make, ``train_preset(name, TranslationData(**DATA_DEFAULTS), device="cpu")`` (seed 0, one torch
@@ -11,7 +12,12 @@ the recipe has changed since. Run this script then:
 * when the fresh model is within ``attnlib.presets.SHIPPED_TOLERANCE`` of the shipped one (its loss
   curve and held-out BLEU), training still yields models of the shipped quality: the shipped weights
   are kept, so the chapters' outputs stay as they are, and only their recipe is updated;
-* otherwise, or with ``--replace``, the fresh weights replace them (re-execute chapters 5 and 7).
+* otherwise, or with ``--replace``, the fresh weights replace them (re-execute chapters 4, 5 and 7,
+  which load them).
+
+Chapter 8's character language model (``char_lm``, ``attnlib.lm.CHAR_LM``) is trained by
+``attnlib.lm.train_char_lm`` and kept likewise when its held-out perplexity is within
+``attnlib.lm.CHAR_LM_TOLERANCE`` of the shipped model's (re-execute chapter 8 otherwise).
 
 Another CPU never reproduces the shipped weights bit for bit (docs/reproducibility.md), which is why
 the weights are only replaced when training really changed.
@@ -23,6 +29,7 @@ import time
 
 import torch
 
+from attnlib import lm
 from attnlib.data import TranslationData
 from attnlib.presets import (
     DATA_DEFAULTS,
@@ -43,10 +50,13 @@ def main() -> None:
     parser.add_argument("--replace", action="store_true",
                         help="write the fresh weights even when they match the shipped ones' quality")
     args = parser.parse_args()
-    names = args.presets or list(PRETRAINED)
-    if set(names) - set(PRETRAINED):
-        parser.error(f"no shipped weights for {sorted(set(names) - set(PRETRAINED))}; "
-                     f"choose from {', '.join(PRETRAINED)}")
+    names = args.presets or [*PRETRAINED, "char_lm"]
+    if set(names) - {*PRETRAINED, "char_lm"}:
+        parser.error(f"no shipped weights for {sorted(set(names) - {*PRETRAINED, 'char_lm'})}; "
+                     f"choose from {', '.join(PRETRAINED)}, char_lm")
+    if "char_lm" in names:
+        names.remove("char_lm")
+        pretrain_char_lm(args.replace)
     data = TranslationData(**DATA_DEFAULTS)
     for name in names:
         start = time.perf_counter()
@@ -60,11 +70,40 @@ def main() -> None:
             history = History(**saved["history"])
             what = "trains to the shipped quality: kept the shipped weights, updated their recipe"
         else:
-            what = f"wrote fresh weights ({'; '.join(problems) or '--replace'}): re-execute chapters 5 and 7"
+            what = (f"wrote fresh weights ({'; '.join(problems) or '--replace'}): "
+                    "re-execute chapters 4, 5 and 7")
         for old in path.parent.glob(f"{name}-*.pt"):
             old.unlink()
         save_trained(model, history, path, recipe(name, data))
         print(f"{name}: {what}; {history.summary()}; {path.name}, {time.perf_counter() - start:.0f} s")
+
+
+def pretrain_char_lm(replace: bool) -> None:
+    """Train chapter 8's language model on the CPU and ship it (or keep the shipped one's weights)."""
+    start = time.perf_counter()
+    train_s, val_s, vocab = lm.char_lm_data()
+    path = lm.char_lm_path(train_s, vocab)
+    model, losses = lm.train_char_lm(train_s, vocab, device="cpu")  # as the chapter trains it
+    ppl = lm.perplexity(model, val_s, vocab)
+    what = f"wrote fresh weights ({'--replace' if replace else 'none shipped'}): re-execute chapter 8"
+    if path.exists() and not replace:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+        shipped = lm.DecoderOnlyLM(len(vocab), *(lm.CHAR_LM[k] for k in (
+            "num_hiddens", "ffn_num_hiddens", "num_heads", "num_blks")), max_len=lm.CHAR_LM["max_len"])
+        shipped.load_state_dict(saved["model"])
+        then = lm.perplexity(shipped, val_s, vocab)
+        if abs(ppl - then) <= lm.CHAR_LM_TOLERANCE:
+            model, losses = shipped, list(saved["losses"])
+            what = "trains to the shipped quality: kept the shipped weights, updated their recipe"
+        else:
+            what = f"wrote fresh weights (perplexity {ppl:.3f}, shipped {then:.3f}): re-execute chapter 8"
+    for old in path.parent.glob("char_lm-*.pt"):
+        old.unlink()
+    tmp = path.with_suffix(".tmp")
+    torch.save({"model": model.state_dict(), "losses": losses,
+                "recipe": lm.char_lm_recipe(train_s, vocab)}, tmp)
+    tmp.replace(path)
+    print(f"char_lm: {what}; held-out perplexity {ppl:.3f}; {path.name}, {time.perf_counter() - start:.0f} s")
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ def exported():
         text = (out / f"{name}.js").read_text(encoding="utf-8")
         return json.loads(text[text.index("] = ") + 4: text.rindex(";")])
 
-    return {name: payload(name) for name in (*live.MODELS, "ort-runtime")}
+    return {name: payload(name) for name in (*live.MODELS, live.LM_MODEL, "ort-runtime")}
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +65,21 @@ def chapter_model():
 def pre_ln_model():
     model, _, _ = live.shipped_model("transformer_pre_ln")
     return model
+
+
+@pytest.fixture(scope="module")
+def bahdanau_model():
+    model, _, _ = live.shipped_model("bahdanau")
+    return model
+
+
+def sessions(meta):
+    """ONNX Runtime sessions of an export (one graph, or the Bahdanau model's encoder and step)."""
+    import onnxruntime
+
+    return {part: onnxruntime.InferenceSession(gzip.decompress(base64.b64decode(meta[part])),
+                                               providers=["CPUExecutionProvider"])
+            for part in ("onnx", "encoder", "step") if part in meta}
 
 
 def ort_greedy(session, meta, tokens):
@@ -86,21 +101,39 @@ def ort_greedy(session, meta, tokens):
     return out, cross[:, :, :len(out), :len(ids)]
 
 
-@pytest.mark.parametrize("name", live.MODELS)
-def test_onnx_runtime_decodes_like_attnlib(name, exported, chapter_model, pre_ln_model):
-    import onnxruntime
+def ort_greedy_gru(encoder, step, meta, tokens):
+    """The page's decoding of the Bahdanau model (live.js), in Python: the encoder once on the
+    unpadded source, then one decoder step per token with the GRU state."""
+    index = {t: i for i, t in enumerate(meta["src_vocab"])}
+    ids = np.array([[index.get(t, meta["unk"]) for t in tokens] + [meta["eos"]]], np.int64)
+    enc_outputs, hidden = encoder.run(None, {"src": ids})
+    y, out, rows = meta["bos"], [], []
+    for _ in range(meta["steps"]):
+        logits, hidden, weights = step.run(None, {"y": np.array([[y]], np.int64), "hidden": hidden,
+                                                  "enc_outputs": enc_outputs})
+        out.append(y := int(logits[0, 0].argmax()))
+        rows.append(weights[0, 0, 0])
+        if y == meta["eos"]:
+            break
+    return out, np.stack(rows)[None, None]  # (1, 1, steps, n)
 
+
+@pytest.mark.parametrize("name", live.MODELS)
+def test_onnx_runtime_decodes_like_attnlib(name, exported, chapter_model, pre_ln_model, bahdanau_model):
     import attnlib
 
     meta = exported[name]
     data = chapter_model[1]
-    model = chapter_model[0] if name == "transformer" else pre_ln_model
-    session = onnxruntime.InferenceSession(gzip.decompress(base64.b64decode(meta["onnx"])),
-                                           providers=["CPUExecutionProvider"])
+    model = {"transformer": chapter_model[0], "transformer_pre_ln": pre_ln_model,
+             "bahdanau": bahdanau_model}[name]
+    graphs = sessions(meta)
     outputs = set()
     for sentence in SENTENCES:
         tokens = sentence.split()
-        ids, cross = ort_greedy(session, meta, tokens)
+        if name == "bahdanau":
+            ids, cross = ort_greedy_gru(graphs["encoder"], graphs["step"], meta, tokens)
+        else:
+            ids, cross = ort_greedy(graphs["onnx"], meta, tokens)
         want = attnlib.greedy_decode(model, data, tuple(tokens))
         got = [meta["tgt_vocab"][i] for i in ids]
         assert got == want.target_labels, sentence
@@ -129,6 +162,74 @@ def test_the_graph_equals_pytorch_on_a_batch_of_positions(exported, chapter_mode
     assert got[3][:, :, :, int(valid):].max() == 0  # no weight on the source's padding
 
 
+def test_the_bahdanau_graphs_equal_pytorch_on_every_output(exported, bahdanau_model, chapter_model):
+    """The encoder's annotations and state, and a decoder step's logits, state and weights, against
+    the PyTorch modules, from a state that is not the initial one (two steps in)."""
+    meta, data = exported["bahdanau"], chapter_model[1]
+    graphs = sessions(meta)
+    src, valid = data.encode_src("the woman washes the big car .")
+    src = src[:, :int(valid)]
+    encoder, step = live.BahdanauEncoderGraph(bahdanau_model), live.BahdanauStepGraph(bahdanau_model)
+    with torch.no_grad():
+        want_enc = encoder(src)
+        got_enc = graphs["encoder"].run(None, {"src": src.numpy()})
+        hidden = want_enc[1]
+        for token in ("<bos>", "la"):
+            y = torch.tensor([[data.tgt_vocab[token]]])
+            want = step(y, hidden, want_enc[0])
+            got = graphs["step"].run(None, {"y": y.numpy(), "hidden": hidden.numpy(),
+                                            "enc_outputs": want_enc[0].numpy()})
+            hidden = want[1]
+    for g, w in zip([*got_enc, *got], [*want_enc, *want], strict=True):
+        np.testing.assert_allclose(g, w.numpy(), atol=1e-4)
+    # the packed encoder that greedy_decode runs on the padded source gives the same annotations
+    padded, _ = data.encode_src("the woman washes the big car .")
+    with torch.no_grad():
+        packed, _ = bahdanau_model.encoder(padded, valid)  # (steps, 1, h)
+    np.testing.assert_allclose(got_enc[0][0], packed[:int(valid), 0].numpy(), atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def char_lm():
+    model, vocab, _ = live.shipped_char_lm()
+    return model, vocab
+
+
+def lm_prompt(vocab, text):
+    return torch.tensor([[vocab.bos] + vocab[list(text)]])  # (1, steps)
+
+
+def test_the_language_model_graph_equals_pytorch(exported, char_lm):
+    """Logits and every head's weights on a padded prompt, and greedy generation run like the page
+    (one graph run per character) against attnlib.lm.sample at temperature 0."""
+    from attnlib import lm
+
+    model, vocab = char_lm
+    meta = exported[live.LM_MODEL]
+    session = sessions(meta)["onnx"]
+    T = meta["steps"]
+    for text in ("tom is ", "where did you p", "i"):
+        prompt = lm_prompt(vocab, text)
+        n = prompt.shape[1]
+        ids = np.full((1, T), vocab.pad, np.int64)
+        ids[0, :n] = prompt.numpy()
+        logits, weights = session.run(None, {"ids": ids})
+        with torch.no_grad():
+            want_logits, want_weights = live.LanguageModelGraph(model)(prompt)
+        np.testing.assert_allclose(logits[:, :n], want_logits.numpy(), atol=1e-4)
+        np.testing.assert_allclose(weights[:, :, :n, :n], want_weights.numpy(), atol=1e-4)
+        assert weights[:, :, :n, n:].max() == 0  # causal: no weight on what comes after
+        out = list(prompt[0].tolist())  # greedy, as the page at temperature 0
+        while len(out) < T:
+            ids[0, :len(out)] = out
+            nxt = int(session.run(None, {"ids": ids})[0][0, len(out) - 1].argmax())
+            if nxt == vocab.eos:
+                break
+            out.append(nxt)
+        want = lm.sample(model, prompt, T - n, temperature=0, stop=vocab.eos)[0].tolist()
+        assert out == [i for i in want if i != vocab.eos], text
+
+
 def test_a_changed_recipe_is_stale_and_stale_weights_are_refused(monkeypatch, exported):
     import attnlib.presets
 
@@ -145,6 +246,8 @@ def test_runtime_and_model_sizes(exported):
     assert sum(sizes.values()) < 20e6, sizes
     assert exported["ort-runtime"]["version"] == live.ORT_VERSION
     assert exported["transformer"]["onnx"] != exported["transformer_pre_ln"]["onnx"]
+    assert sizes["bahdanau.js"] < 0.5e6, sizes  # the site has room for small models only
+    assert sizes["char_lm.js"] < 0.5e6, sizes
 
 
 # --------------------------------------------------------------------------- the page
@@ -210,7 +313,7 @@ def submit(page, box, text, timeout=60_000):
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["file", "http"])
 def test_the_page_translates_what_the_reader_types_as_attnlib(how, sites, server, browser,  # noqa: F811
-                                                              chapter_model, pre_ln_model):
+                                                              chapter_model, pre_ln_model, bahdanau_model):
     import attnlib
 
     model, data = chapter_model
@@ -244,6 +347,31 @@ def test_the_page_translates_what_the_reader_types_as_attnlib(how, sites, server
         box.locator(".live-heat").focus()
         page.keyboard.press("ArrowRight")
         assert re.search(r"weight \d\.\d{3}", box.locator(".live-readout").inner_text())
+        # chapter 4's Bahdanau model on the same sentence, then on others: its tokens and its one map
+        box.locator("[data-live-control=model]").select_option("bahdanau")
+        page.wait_for_function("(document.querySelector('div.live').liveResult || {}).model"
+                               " === 'bahdanau'", timeout=60_000)
+        assert box.locator("[data-live-control=kind]").is_disabled()
+        assert "Bahdanau's additive attention" in box.locator(".live-maptitle").inner_text()
+        first = page.evaluate("document.querySelector('div.live').liveResult.totalMs")  # loading too
+        gru_timings = []
+        for sentence in SENTENCES[::-1]:
+            r = submit(page, box, sentence)
+            want = attnlib.greedy_decode(bahdanau_model, data, sentence)
+            assert r["src"] == want.src_tokens and r["labels"] == want.target_labels, sentence
+            assert r["dims"][:2] == [1, 1]
+            cross = np.array(r["cross"], np.float32).reshape(r["dims"])
+            np.testing.assert_allclose(cross, want.attention.numpy(), atol=1e-4)
+            gru_timings.append(r["ms"])
+        print(f"{how}: Bahdanau, first with loading {first:.0f} ms, then after loading (ms): "
+              f"{[round(t) for t in gru_timings]}")
+        box.locator(".live-heat").focus()
+        page.keyboard.press("ArrowDown")
+        assert re.search(r"weight \d\.\d{3}", box.locator(".live-readout").inner_text())
+        box.locator("[data-live-control=model]").select_option("transformer")  # back: all three maps
+        page.wait_for_function("(document.querySelector('div.live').liveResult || {}).model"
+                               " === 'transformer'", timeout=60_000)
+        assert not box.locator("[data-live-control=kind]").is_disabled()
         assert not errors and not remote, (errors, remote)
     finally:
         context.close()
@@ -274,8 +402,9 @@ def test_bad_input_gets_a_clear_message(sites, server, browser, chapter_model): 
 
 
 @pytest.mark.slow
-def test_without_webassembly_the_explorer_stays(sites, browser):  # noqa: F811
-    context, page, box, errors, _ = open_box(browser, (SITE / PAGE).as_uri(),
+@pytest.mark.parametrize("where", [PAGE, "notebooks/08_beyond_translation.html"])
+def test_without_webassembly_the_explorer_stays(where, sites, browser):  # noqa: F811
+    context, page, box, errors, _ = open_box(browser, (SITE / where).as_uri(),
                                              "delete window.WebAssembly")
     try:
         assert box.get_attribute("data-state") == "unsupported"
@@ -314,3 +443,116 @@ def test_both_editions_share_one_copy_of_the_runtime(sites):
     assert not (SITE / "zh" / "_static" / live.LIVE_DIR).exists()
     zh = (SITE / "zh" / PAGE).read_text(encoding="utf-8")
     assert 'data-base="../../_static/live/"' in zh
+
+
+# --------------------------------------------------------------------------- chapter 8's language model
+LM_PAGE = "notebooks/08_beyond_translation.html"
+
+
+def generate_on_page(page, box, prompt, temperature, seed, timeout=60_000):
+    box.locator("input[type=text]").fill(prompt)
+    page.evaluate("""([t, s]) => { const b = document.querySelector('div.live'); b.liveResult = null;
+      b.querySelector('[data-live-control=temperature]').value = t;
+      b.querySelector('[data-live-control=seed]').value = s; }""", [str(temperature), str(seed)])
+    box.locator("input[type=text]").press("Enter")
+    page.wait_for_function("['done', 'error'].includes(document.querySelector('div.live').dataset.state)",
+                           timeout=timeout)
+    return page.evaluate("""(() => { const r = document.querySelector('div.live').liveResult;
+      return r && {ids: r.ids, drawn: r.drawn, uniforms: r.uniforms, first: r.firstProbs, text: r.text,
+                   ms: r.ms, totalMs: r.totalMs, query: r.query, dims: r.weights.dims,
+                   weights: Array.from(r.weights.data)}; })()""")
+
+
+def replay(model, vocab, prompt_ids, uniforms, temperature):
+    """attnlib's distribution (lm.next_token_probs) sampled with the page's uniform numbers: the
+    first character whose cumulative probability passes each number."""
+    from attnlib import lm
+
+    ids, drawn = list(prompt_ids), []
+    for u in uniforms:
+        with torch.no_grad():
+            probs = lm.next_token_probs(model(torch.tensor([ids]))[:, -1], temperature)[0].double()
+        drawn.append(int(torch.searchsorted(probs.cumsum(0), torch.tensor([u], dtype=torch.float64),
+                                            right=True)))
+        if drawn[-1] == vocab.eos:
+            break
+        ids.append(drawn[-1])
+    return drawn
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["file", "http"])
+def test_the_language_model_generates_from_the_prompt_as_attnlib(how, sites, server, browser,  # noqa: F811
+                                                                 char_lm):
+    from attnlib import lm
+    from attnlib.recording import record_attention
+
+    model, vocab = char_lm
+    url = (SITE / LM_PAGE).as_uri() if how == "file" else f"{server}/{LM_PAGE}"
+    context, page, box, errors, remote = open_box(browser, url)
+    try:
+        assert box.get_attribute("data-state") == "idle" and not page.evaluate("'ort' in window")
+        timings = []
+        for prompt in ("tom is ", "Where did you"):  # temperature 0: attnlib's greedy sampling
+            r = generate_on_page(page, box, prompt, 0, 0)
+            assert r is not None, box.locator(".live-status").inner_text()
+            ids = lm_prompt(vocab, prompt.lower())
+            want = lm.sample(model, ids, 48 - ids.shape[1], temperature=0, stop=vocab.eos)
+            text = "".join(vocab.to_tokens([i for i in want[0, 1:].tolist() if i != vocab.eos]))
+            assert r["text"] == text, (r["text"], text)
+            timings.append(r["totalMs"])
+        for prompt, t, seed in (("i want ", 1.0, 3), ("she ", 1.5, 0), ("we are ", 0.5, 7)):
+            r = generate_on_page(page, box, prompt, t, seed)
+            prompt_ids = lm_prompt(vocab, prompt)[0].tolist()
+            assert r["drawn"] == replay(model, vocab, prompt_ids, r["uniforms"], t), (prompt, t, r["text"])
+            with torch.no_grad():
+                first = lm.next_token_probs(model(torch.tensor([prompt_ids]))[:, -1], t)[0]
+            np.testing.assert_allclose(r["first"], first.numpy(), atol=1e-5)
+            again = generate_on_page(page, box, prompt, t, seed)  # the same seed, the same text
+            assert again["text"] == r["text"]
+            timings.append(r["ms"])
+        print(f"\n{how}: language model, Enter to text (ms, the first with loading): "
+              f"{[round(x) for x in timings]}")
+        # the map: the step that chose the last character, every layer and head over what it saw
+        q = r["query"]
+        W = np.array(r["weights"], np.float32).reshape(r["dims"])[:, :, q, :q + 1]  # (L, H, q + 1)
+        with torch.no_grad(), record_attention(model) as rec:
+            model(torch.tensor([r["ids"][:q + 1]]))
+            want = torch.stack([rec.last(f"blks.{i}.attention")[0, :, q] for i in range(len(model.blks))])
+        np.testing.assert_allclose(W, want.numpy(), atol=1e-4)
+        rows = page.evaluate("Array.from(document.querySelectorAll("
+                             "'div.live svg.live-map > text[text-anchor=end]'), t => t.textContent)")
+        assert rows[:2] == ["layer 1, head 1", "layer 1, head 2"] and len(rows) == 8
+        box.locator(".live-heat").focus()
+        page.keyboard.press("ArrowRight")
+        assert re.search(r"weight \d\.\d{3}", box.locator(".live-readout").inner_text())
+        assert not errors and not remote, (errors, remote)
+    finally:
+        context.close()
+
+
+@pytest.mark.slow
+def test_the_language_model_box_says_what_it_did_to_the_prompt_passes_axe_and_speaks_chinese(
+        sites, server, browser, axe):  # noqa: F811
+    for url, chinese in ((f"{server}/{LM_PAGE}", False), (f"{server}/zh/{LM_PAGE}", True)):
+        context, page, box, errors, remote = open_box(browser, url)
+        try:
+            lay_out_everything(page)
+            page.add_script_tag(path=str(axe))
+            assert page.evaluate(AXE_JS, AXE_TAGS) == []
+            errors.clear()
+            note = box.locator(".live-input-note")
+            r = generate_on_page(page, box, "the man washes my bike and the woman reads the long book ", 0, 0)
+            assert r is not None and len(r["ids"]) <= 48
+            if not chinese:
+                assert "cut to the first 46" in note.inner_text()
+            generate_on_page(page, box, "tom ~ ", 0, 0)
+            assert "~" in note.inner_text()
+            text = box.inner_text()
+            assert bool(re.search(r"[\u4e00-\u9fff]{4}", text)) == chinese, text[:300]
+            assert not errors and not remote, (errors, remote)
+            page.add_script_tag(path=str(axe))
+            violations = page.evaluate(AXE_JS, AXE_TAGS)
+            assert violations == [], violations
+        finally:
+            context.close()

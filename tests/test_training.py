@@ -273,9 +273,17 @@ def test_train_preset_without_cache_writes_nothing(data, tmp_path, monkeypatch):
 
 
 def test_the_shipped_weights_carry_the_current_recipe():
+    from attnlib import lm
+
     data = TranslationData(**DATA_DEFAULTS)
     shipped = sorted(pretrained_path(name, data) for name in PRETRAINED)
-    assert sorted(PRETRAINED_DIR.glob("*.pt")) == shipped, "stale or missing weights: run `make models`"
+    train_s, _, vocab = lm.char_lm_data()  # chapter 8's language model ships too
+    lm_path = lm.char_lm_path(train_s, vocab)
+    assert sorted(PRETRAINED_DIR.glob("*.pt")) == sorted([*shipped, lm_path]), \
+        "stale or missing weights: run `make models`"
+    saved = torch.load(lm_path, map_location="cpu", weights_only=True).get("recipe")
+    assert saved == lm.char_lm_recipe(train_s, vocab), \
+        f"{lm_path.name} was made from another recipe: run `make models` and commit attnlib/pretrained/"
     for name, path in zip(sorted(PRETRAINED), shipped, strict=True):
         saved = torch.load(path, map_location="cpu", weights_only=True).get("recipe") or {}
         now = recipe(name, data)
@@ -323,6 +331,21 @@ def test_shipped_weights_load_only_for_their_recipe(data, tmp_path, monkeypatch)
     save_trained(model, history, path, other)
     assert not train_preset("transformer", data, device="cpu", cache=False, **TINY)[1].cached
     assert recipe("transformer", data, **{**TINY, "lr": 0.001}) != recipe("transformer", data, **TINY)
+
+
+def test_the_shipped_language_model_loads_only_for_its_recipe(monkeypatch):
+    from attnlib import lm
+
+    train_s, _, vocab = lm.char_lm_data()
+    model, losses = lm.shipped_lm(train_s, vocab)
+    saved = torch.load(lm.char_lm_path(train_s, vocab), map_location="cpu", weights_only=True)
+    assert all(torch.equal(v, saved["model"][k]) for k, v in model.state_dict().items())
+    assert len(losses) == lm.CHAR_LM["num_steps"]
+    monkeypatch.setattr(lm, "train_char_lm", lambda *args, **kwargs: ("trained now", []))
+    assert lm.shipped_lm(train_s, vocab, pretrained=False)[0] == "trained now"
+    real = lm.char_lm_recipe
+    monkeypatch.setattr(lm, "char_lm_recipe", lambda *args: {**real(*args), "code": {}})  # code changed
+    assert lm.shipped_lm(train_s, vocab)[0] == "trained now"
 
 
 def test_compare_with_shipped_flags_a_far_loss_curve_and_a_far_bleu(tmp_path, monkeypatch):

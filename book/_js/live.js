@@ -2,7 +2,8 @@
  *
  * A box <div class="live"> takes an English sentence, and the chapter's Transformer, exported to ONNX
  * from the weights the chapter loads, translates it with ONNX Runtime Web (WebAssembly, one thread):
- * greedy decoding, one graph run per token, as attnlib.greedy_decode. Nothing loads until the reader
+ * greedy decoding, one graph run per token, as attnlib.greedy_decode; chapter 4's Bahdanau model runs
+ * its encoder graph once, then its decoder-step graph per token, carrying the GRU state. Nothing loads until the reader
  * first uses the box. The runtime and the model come as classic scripts (gzip, base64), which a page
  * opened from file:// can load, where it could fetch no file and import no module. */
 (function () {
@@ -53,12 +54,17 @@
     if (models[name]) return models[name];
     models[name] = Promise.all([loadRuntime(base), script(base + name + ".js")]).then(function (got) {
       var ort = got[0], meta = window.ATTN_LIVE[name];
-      return gunzip(meta.onnx).then(function (bytes) {
-        return ort.InferenceSession.create(bytes, {executionProviders: ["wasm"]});
-      }).then(function (session) {
+      var parts = meta.arch === "gru" ? ["encoder", "step"] : ["onnx"];
+      return Promise.all(parts.map(function (part) {
+        return gunzip(meta[part]).then(function (bytes) {
+          return ort.InferenceSession.create(bytes, {executionProviders: ["wasm"]});
+        });
+      })).then(function (sessions) {
         meta.index = {};
-        meta.src_vocab.forEach(function (t, i) { meta.index[t] = i; });
-        return {ort: ort, session: session, meta: meta, name: name};
+        (meta.src_vocab || meta.vocab).forEach(function (t, i) { meta.index[t] = i; });
+        var model = {ort: ort, meta: meta, name: name};
+        parts.forEach(function (part, i) { model[part === "onnx" ? "session" : part] = sessions[i]; });
+        return model;
       });
     });
     models[name].catch(function () { delete models[name]; });
@@ -85,7 +91,38 @@
     return best;
   }
 
+  /* Chapter 4's Bahdanau model, as greedy_decode steps its decoder: the encoder once on the source
+   * (unpadded, so its GRUs read just these tokens), then one decoder step per emitted token with the
+   * previous token and the GRU state; each step's attention weights are one row of the map. */
+  async function translateGRU(model, tokens) {
+    var ort = model.ort, m = model.meta, S = m.steps, V = m.tgt_vocab.length;
+    var srcIds = tokens.map(function (t) { return t in m.index ? m.index[t] : m.unk; }).concat([m.eos]);
+    var n = srcIds.length;
+    var enc = await model.encoder.run({src: new ort.Tensor("int64", BigInt64Array.from(srcIds.map(BigInt)), [1, n])});
+    var hidden = enc.hidden, out = [], rows = [];
+    var y = m.bos;
+    for (var step = 0; step < S; step++) {
+      var r = await model.step.run({y: new ort.Tensor("int64", BigInt64Array.from([BigInt(y)]), [1, 1]),
+                                    hidden: hidden, enc_outputs: enc.enc_outputs});
+      var next = argmax(r.logits.data, 0, V);
+      out.push(next);
+      rows.push(r.weights.data);
+      hidden = r.hidden_out;
+      if (next === m.eos) break;
+      y = next;
+    }
+    var finished = out[out.length - 1] === m.eos;
+    var body = finished ? out.slice(0, -1) : out;
+    var words = body.map(function (i) { return m.tgt_vocab[i]; });
+    var cross = new Float32Array(rows.length * n);
+    rows.forEach(function (row, i) { cross.set(row, i * n); });
+    return {srcTokens: srcIds.map(function (i) { return m.src_vocab[i]; }), tokens: words, finished: finished,
+            steps: out.length, labels: words.concat(finished ? ["<eos>"] : []), arch: "gru",
+            maps: {cross: {dims: [1, 1, rows.length, n], data: cross}}};
+  }
+
   async function translate(model, tokens) {
+    if (model.meta.arch === "gru") return translateGRU(model, tokens);
     var ort = model.ort, m = model.meta, S = m.steps;
     var srcIds = tokens.map(function (t) { return t in m.index ? m.index[t] : m.unk; }).concat([m.eos]);
     var src = new BigInt64Array(S), tgt = new BigInt64Array(S);
@@ -137,15 +174,24 @@
   function draw(box, w) {
     var r = box.liveResult;
     if (!r) return;
-    var kind = box.querySelector("[data-live-control=kind]").value;
-    var l = +box.querySelector("[data-live-control=layer]").value, h = +box.querySelector("[data-live-control=head]").value;
+    var gru = r.arch === "gru"; // one attention: the decoder's over the source, one layer, one head
+    ["kind", "layer", "head"].forEach(function (c) { box.querySelector("[data-live-control=" + c + "]").disabled = gru; });
+    var kind = gru ? "cross" : box.querySelector("[data-live-control=kind]").value;
+    var l = gru ? 0 : +box.querySelector("[data-live-control=layer]").value;
+    var h = gru ? 0 : +box.querySelector("[data-live-control=head]").value;
     var rowsL = {enc_self: r.srcTokens, dec_self: r.tgtIn, cross: r.labels}[kind];
     var colsL = {enc_self: r.srcTokens, dec_self: r.tgtIn, cross: r.srcTokens}[kind];
     var m = matrix(r.maps[kind], l, h, rowsL.length, colsL.length);
+    var title = gru ? w.gru_title : fmt(w.title, {kind: w[kind], layer: l + 1, head: h + 1});
+    paint(box, w, title, rowsL, colsL, m);
+  }
+
+  /* A heatmap of m (rows x cols, weights in [0, 1]) with its labels, title and the readout under the
+   * pointer or the arrow keys. */
+  function paint(box, w, title, rowsL, colsL, m) {
     var cell = 28, left = 8 + 7.5 * Math.max.apply(null, rowsL.map(function (s) { return s.length; }));
     var top = 8 + 7.5 * Math.max.apply(null, colsL.map(function (s) { return s.length; }));
     var W = left + cell * colsL.length + 4, H = top + cell * rowsL.length + 4;
-    var title = fmt(w.title, {kind: w[kind], layer: l + 1, head: h + 1});
     var svg = svgEl("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img",
                             "aria-label": title, "class": "live-map"});
     colsL.forEach(function (t, j) {
@@ -248,7 +294,144 @@
     state("idle", w.idle);
   }
 
-  function init() { document.querySelectorAll("div.live").forEach(setup); }
+  /* Chapter 8's character language model: the reader's prompt, continued one character per graph
+   * run, drawn from softmax(logits / temperature) (the arg-max at temperature 0, as attnlib.lm.sample)
+   * with uniform numbers from a seeded generator, so that the same seed gives the same text. */
+  function uniforms(seed) { // mulberry32: 32-bit state, uniform numbers in [0, 1)
+    var a = seed >>> 0;
+    return function () {
+      a = (a + 0x6D2B79F5) >>> 0;
+      var t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  function probabilities(logits, start, n, temperature) { // softmax(z / T) in double precision
+    var max = -Infinity, p = new Array(n), sum = 0;
+    for (var j = 0; j < n; j++) max = Math.max(max, logits[start + j]);
+    for (j = 0; j < n; j++) { p[j] = Math.exp((logits[start + j] - max) / temperature); sum += p[j]; }
+    for (j = 0; j < n; j++) p[j] /= sum;
+    return p;
+  }
+  function draw1(p, u) { // the first index whose cumulative probability passes u
+    var c = 0;
+    for (var j = 0; j < p.length; j++) { c += p[j]; if (u < c) return j; }
+    return p.length - 1;
+  }
+
+  async function generate(model, ids, temperature, seed) {
+    var ort = model.ort, m = model.meta, T = m.steps, V = m.vocab.length, next = uniforms(seed);
+    var drawn = [], first = null, result = null, used = [];
+    ids = ids.slice();
+    while (ids.length < T) {
+      var padded = new BigInt64Array(T);
+      ids.forEach(function (id, i) { padded[i] = BigInt(id); });
+      result = await model.session.run({ids: new ort.Tensor("int64", padded, [1, T])});
+      var at = (ids.length - 1) * V, id;
+      if (temperature === 0) id = argmax(result.logits.data, at, V);
+      else {
+        var p = probabilities(result.logits.data, at, V, temperature), u = next();
+        if (first === null) first = p;
+        used.push(u);
+        id = draw1(p, u);
+      }
+      drawn.push(id);
+      if (id === m.eos) break;
+      ids.push(id);
+    }
+    return {ids: ids, drawn: drawn, uniforms: used, firstProbs: first, weights: result.weights,
+            query: ids.length - (drawn[drawn.length - 1] === m.eos ? 1 : 2)};
+  }
+
+  function label(c) { return c === " " ? "_" : c; }
+
+  function drawLM(box, w) {
+    var r = box.liveResult, m = r.meta, d = r.weights.dims, q = r.query;
+    var cols = r.ids.slice(0, q + 1).map(function (i) { return label(m.vocab[i]); });
+    var rows = [], mat = [];
+    for (var l = 0; l < d[0]; l++) {
+      for (var h = 0; h < d[1]; h++) {
+        rows.push(fmt(w.lm_row, {layer: l + 1, head: h + 1}));
+        mat.push(matrix(r.weights, l, h, q + 1, q + 1)[q]);
+      }
+    }
+    var last = r.drawn[r.drawn.length - 1];
+    paint(box, w, fmt(w.lm_title, {c: label(m.vocab[last])}), rows, cols, mat);
+  }
+
+  function setupLM(box) {
+    var w = words(box), base = box.getAttribute("data-base");
+    var form = box.querySelector("form"), input = box.querySelector("input[type=text]");
+    var status = box.querySelector(".live-status"), output = box.querySelector(".live-output");
+    var note = box.querySelector(".live-input-note");
+    var temp = box.querySelector("[data-live-control=temperature]"), seed = box.querySelector("[data-live-control=seed]");
+    var shown = box.querySelector("output");
+    function state(s, text) { box.setAttribute("data-state", s); status.textContent = text; }
+    if (typeof WebAssembly !== "object" || typeof DecompressionStream === "undefined" || typeof BigInt64Array === "undefined") {
+      state("unsupported", w.unsupported);
+      form.querySelectorAll("input, button").forEach(function (el) { el.disabled = true; });
+      return;
+    }
+    temp.addEventListener("input", function () { shown.textContent = (+temp.value).toFixed(1); });
+    function start() {
+      if (box.getAttribute("data-state") === "idle") state("loading", w.loading);
+      return load(base, "char_lm").then(function (model) {
+        if (box.getAttribute("data-state") === "loading") state("ready", w.lm_ready);
+        return model;
+      }, function (err) {
+        state("error", fmt(w.error, {why: err && err.message ? err.message : String(err)}));
+        throw err;
+      });
+    }
+    input.addEventListener("focus", function () { start().catch(function () {}); }, {once: true});
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var t0 = performance.now();
+      state("loading", w.loading);
+      start().then(function (model) {
+        var m = model.meta, notes = [], raw = input.value.replace(/^\s+/, "");
+        // the book's data: lower case, a space before , . ! ? (as the chapter's sentences)
+        var text = "", low = raw.replace(/[\u202f\u00a0]/g, " ").toLowerCase();
+        for (var i = 0; i < low.length; i++) {
+          text += (i > 0 && ",.!?".indexOf(low[i]) >= 0 && low[i - 1] !== " ") ? " " + low[i] : low[i];
+        }
+        var chars = Array.from(text), max = m.steps - 2;
+        if (nonLatin(text)) notes.push(w.nonlatin);
+        if (chars.length > max) { notes.push(fmt(w.lm_truncated, {max: max, n: chars.length})); chars = chars.slice(0, max); }
+        var unknown = chars.filter(function (c) { return !(c in m.index); });
+        if (unknown.length) notes.push(fmt(w.lm_unknown, {chars: unknown.join(" ")}));
+        note.textContent = notes.join(" ");
+        var ids = [m.bos].concat(chars.map(function (c) { return c in m.index ? m.index[c] : m.unk; }));
+        var temperature = +temp.value, s = Math.max(0, Math.floor(+seed.value || 0));
+        state("running", w.lm_running);
+        var t1 = performance.now();
+        return generate(model, ids, temperature, s).then(function (r) {
+          r.ms = performance.now() - t1; r.totalMs = performance.now() - t0; r.model = "char_lm";
+          r.meta = m; r.prompt = ids; r.temperature = temperature; r.seed = s;
+          var promptText = ids.slice(1).map(function (i) { return m.vocab[i]; }).join("");
+          var more = r.drawn.filter(function (i) { return i !== m.eos; }).map(function (i) { return m.vocab[i]; }).join("");
+          r.text = promptText + more;
+          box.liveResult = r;
+          var strong = document.createElement("strong");
+          strong.textContent = more;
+          output.replaceChildren(document.createTextNode(promptText), strong,
+                                 document.createTextNode(r.drawn[r.drawn.length - 1] === m.eos ? "" : " " + w.lm_unfinished));
+          drawLM(box, w);
+          state("done", fmt(w.lm_done, {ms: Math.round(r.ms), n: r.drawn.length}));
+        });
+      }).catch(function (err) {
+        state("error", fmt(w.error, {why: err && err.message ? err.message : String(err)}));
+      });
+    });
+    state("idle", w.idle);
+  }
+
+  function init() {
+    document.querySelectorAll("div.live").forEach(function (box) {
+      (box.classList.contains("live-lm") ? setupLM : setup)(box);
+    });
+  }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();
