@@ -187,8 +187,9 @@ def _mix(colour: str, t: float) -> str:
 def ch05_heads_sentence(d: Diagram) -> None:
     """One query token's row of self-attention weights in each head of one layer of chapter 5's
     trained Transformer, drawn as lines from the query to every token, as wide and as dark as the
-    weight: the heads of one layer look at different words. The two-column view is the attention
-    view of Vig's bertviz (2019), made familiar by Alammar's *The Illustrated Transformer*."""
+    weight: the heads of one layer look at different words. The two-column view goes back to
+    Tensor2Tensor's attention visualisation (Llion Jones), made familiar by Alammar's *The
+    Illustrated Transformer* (2018) and packaged as bertviz's attention view (Vig, 2019)."""
     tokens, rows = head_weights()
     q, k = ROLES["query"], ROLES["key"]
     line = viridis(0.35)
