@@ -234,28 +234,38 @@
     readout.textContent = w.pointer;
   }
 
-  function setup(box) {
-    var w = words(box), base = box.getAttribute("data-base");
-    var form = box.querySelector("form"), input = box.querySelector("input[type=text]");
-    var status = box.querySelector(".live-status"), output = box.querySelector(".live-output");
-    var note = box.querySelector(".live-input-note");
-    function state(s, text) { box.setAttribute("data-state", s); status.textContent = text; }
-    if (typeof WebAssembly !== "object" || typeof DecompressionStream === "undefined" || typeof BigInt64Array === "undefined") {
-      state("unsupported", w.unsupported);
-      form.querySelectorAll("input, button").forEach(function (el) { el.disabled = true; });
-      return;
+  /* What both boxes share: their parts, their status line, and the first use, which loads the model
+   * (once; a page without WebAssembly says so and disables the box instead). */
+  function parts(box) {
+    var p = {w: words(box), base: box.getAttribute("data-base"), form: box.querySelector("form"),
+             input: box.querySelector("input[type=text]"), status: box.querySelector(".live-status"),
+             output: box.querySelector(".live-output"), note: box.querySelector(".live-input-note")};
+    p.state = function (s, text) { box.setAttribute("data-state", s); p.status.textContent = text; };
+    p.supported = typeof WebAssembly === "object" && typeof DecompressionStream !== "undefined" &&
+      typeof BigInt64Array !== "undefined";
+    if (!p.supported) {
+      p.state("unsupported", p.w.unsupported);
+      p.form.querySelectorAll("input, button").forEach(function (el) { el.disabled = true; });
     }
-    var choice = box.querySelector("[data-live-control=model]");
-    function start() {
-      if (box.getAttribute("data-state") === "idle") state("loading", w.loading);
-      return load(base, choice.value).then(function (model) {
-        if (box.getAttribute("data-state") === "loading") state("ready", w.ready);
+    p.start = function (name, ready) { // a promise of the model; the status says loading, ready or why not
+      if (box.getAttribute("data-state") === "idle") p.state("loading", p.w.loading);
+      return load(p.base, name).then(function (model) {
+        if (box.getAttribute("data-state") === "loading") p.state("ready", ready);
         return model;
       }, function (err) {
-        state("error", fmt(w.error, {why: err && err.message ? err.message : String(err)}));
+        p.state("error", fmt(p.w.error, {why: err && err.message ? err.message : String(err)}));
         throw err;
       });
-    }
+    };
+    return p;
+  }
+
+  function setup(box) {
+    var p = parts(box), w = p.w, form = p.form, input = p.input, output = p.output, note = p.note;
+    var state = p.state;
+    if (!p.supported) return;
+    var choice = box.querySelector("[data-live-control=model]");
+    function start() { return p.start(choice.value, w.ready); }
     input.addEventListener("focus", function () { start().catch(function () {}); }, {once: true});
     box.querySelectorAll("select").forEach(function (s) {
       if (s !== choice) s.addEventListener("change", function () { draw(box, w); });
@@ -361,29 +371,13 @@
   }
 
   function setupLM(box) {
-    var w = words(box), base = box.getAttribute("data-base");
-    var form = box.querySelector("form"), input = box.querySelector("input[type=text]");
-    var status = box.querySelector(".live-status"), output = box.querySelector(".live-output");
-    var note = box.querySelector(".live-input-note");
+    var p = parts(box), w = p.w, form = p.form, input = p.input, output = p.output, note = p.note;
+    var state = p.state;
     var temp = box.querySelector("[data-live-control=temperature]"), seed = box.querySelector("[data-live-control=seed]");
     var shown = box.querySelector("output");
-    function state(s, text) { box.setAttribute("data-state", s); status.textContent = text; }
-    if (typeof WebAssembly !== "object" || typeof DecompressionStream === "undefined" || typeof BigInt64Array === "undefined") {
-      state("unsupported", w.unsupported);
-      form.querySelectorAll("input, button").forEach(function (el) { el.disabled = true; });
-      return;
-    }
+    if (!p.supported) return;
     temp.addEventListener("input", function () { shown.textContent = (+temp.value).toFixed(1); });
-    function start() {
-      if (box.getAttribute("data-state") === "idle") state("loading", w.loading);
-      return load(base, "char_lm").then(function (model) {
-        if (box.getAttribute("data-state") === "loading") state("ready", w.lm_ready);
-        return model;
-      }, function (err) {
-        state("error", fmt(w.error, {why: err && err.message ? err.message : String(err)}));
-        throw err;
-      });
-    }
+    function start() { return p.start("char_lm", w.lm_ready); }
     input.addEventListener("focus", function () { start().catch(function () {}); }, {once: true});
     form.addEventListener("submit", function (e) {
       e.preventDefault();
