@@ -373,8 +373,7 @@ def char_lm_recipe(train_s: Sequence[str], vocab: Vocab) -> dict:
 
     from . import presets
 
-    code = {f"attnlib/{m}.py": hashlib.sha256(presets._code_only(Path(__file__).parent / f"{m}.py"))
-            .hexdigest()[:16] for m in (*presets.TRAINING_CODE, "lm")}
+    code = presets.code_hashes((*presets.TRAINING_CODE, "lm"))
     data = hashlib.sha256(repr((list(train_s), vocab.idx_to_token)).encode()).hexdigest()[:16]
     return {"preset": "char_lm", "settings": dict(sorted(CHAR_LM.items())), "data": data, "code": code}
 
@@ -386,13 +385,19 @@ def char_lm_path(train_s: Sequence[str], vocab: Vocab) -> Path:
     return PRETRAINED_DIR / f"char_lm-{char_lm_recipe(train_s, vocab)['data']}.pt"
 
 
+def build_char_lm(vocab: Vocab) -> DecoderOnlyLM:
+    """Chapter 8's model with :data:`CHAR_LM`'s sizes, freshly initialised (the global random state)."""
+    p = CHAR_LM
+    return DecoderOnlyLM(len(vocab), p["num_hiddens"], p["ffn_num_hiddens"], p["num_heads"],
+                         p["num_blks"], max_len=p["max_len"])
+
+
 def train_char_lm(train_s: Sequence[str], vocab: Vocab, device=None) -> tuple[DecoderOnlyLM, list[float]]:
     """Build chapter 8's model with seed 0 and train it with :data:`CHAR_LM`'s settings."""
     p = CHAR_LM
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(p["seed"])
-        model = DecoderOnlyLM(len(vocab), p["num_hiddens"], p["ffn_num_hiddens"], p["num_heads"],
-                              p["num_blks"], max_len=p["max_len"])
+        model = build_char_lm(vocab)
     model = model.to(device or "cpu")
     losses = train_lm(model, train_s, vocab, p["num_steps"], batch_size=p["batch_size"], lr=p["lr"])
     return model.eval(), losses
@@ -406,9 +411,7 @@ def shipped_lm(train_s: Sequence[str], vocab: Vocab, device=None, pretrained: bo
     if pretrained and path.exists():
         saved = torch.load(path, map_location=device or "cpu", weights_only=True)
         if saved.get("recipe") == char_lm_recipe(train_s, vocab):
-            p = CHAR_LM
-            model = DecoderOnlyLM(len(vocab), p["num_hiddens"], p["ffn_num_hiddens"], p["num_heads"],
-                                  p["num_blks"], max_len=p["max_len"])
+            model = build_char_lm(vocab)
             model.load_state_dict(saved["model"])
             return model.to(device or "cpu").eval(), list(saved["losses"])
     return train_char_lm(train_s, vocab, device)

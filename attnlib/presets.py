@@ -229,10 +229,16 @@ def recipe(name: str, data, **overrides) -> dict:
     minute of training on another CPU takes other floating-point paths (docs/reproducibility.md).
     """
     settings = _preset(name, overrides)
-    code = {f"attnlib/{module}.py": hashlib.sha256(_code_only(Path(__file__).parent / f"{module}.py"))
-            .hexdigest()[:16] for module in TRAINING_CODE}
     return {"preset": name, "settings": dict(sorted(settings.items())),
-            "data": _fingerprint(name, data, torch.device("cpu"), overrides, False), "code": code}
+            "data": _fingerprint(name, data, torch.device("cpu"), overrides, False),
+            "code": code_hashes(TRAINING_CODE)}
+
+
+def code_hashes(modules) -> dict:
+    """``{"attnlib/MODULE.py": hash}`` of each of attnlib's ``modules``, comments and docstrings
+    left out (:func:`_code_only`): the code part of a shipped model's recipe."""
+    return {f"attnlib/{module}.py": hashlib.sha256(_code_only(Path(__file__).parent / f"{module}.py"))
+            .hexdigest()[:16] for module in modules}
 
 
 #: How far a preset retrained on another float path may land from its shipped run: every epoch's

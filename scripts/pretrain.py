@@ -83,13 +83,12 @@ def pretrain_char_lm(replace: bool) -> None:
     start = time.perf_counter()
     train_s, val_s, vocab = lm.char_lm_data()
     path = lm.char_lm_path(train_s, vocab)
-    model, losses = lm.train_char_lm(train_s, vocab, device="cpu")  # as the chapter trains it
+    model, losses = lm.train_char_lm(train_s, vocab, device="cpu")  # the chapter's lines, every thread
     ppl = lm.perplexity(model, val_s, vocab)
     what = f"wrote fresh weights ({'--replace' if replace else 'none shipped'}): re-execute chapter 8"
     if path.exists() and not replace:
         saved = torch.load(path, map_location="cpu", weights_only=True)
-        shipped = lm.DecoderOnlyLM(len(vocab), *(lm.CHAR_LM[k] for k in (
-            "num_hiddens", "ffn_num_hiddens", "num_heads", "num_blks")), max_len=lm.CHAR_LM["max_len"])
+        shipped = lm.build_char_lm(vocab)
         shipped.load_state_dict(saved["model"])
         then = lm.perplexity(shipped, val_s, vocab)
         if abs(ppl - then) <= lm.CHAR_LM_TOLERANCE:
