@@ -6,6 +6,7 @@ import inspect
 import pytest
 import torch
 import torch.nn.functional as F
+from test_quality import assert_bahdanau_quality  # tests/test_quality.py, beside this file
 
 from attnlib import best_device, presets, training
 from attnlib.data import TranslationData
@@ -370,6 +371,8 @@ def test_training_still_gives_a_model_like_the_shipped_one(tmp_path, monkeypatch
         problems = compare_with_shipped(name, data, model, history)
         assert not problems, (f"{name} trains to another model than the shipped one: {'; '.join(problems)}. "
                               "If attnlib changed on purpose, run `make models`")
+        if name == "bahdanau":  # the quality targets (tests/test_quality.py), on the model trained here
+            assert_bahdanau_quality(model, data)
     assert not any(tmp_path.iterdir())
 
 
