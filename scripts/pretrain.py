@@ -85,7 +85,7 @@ def main() -> None:
             what = "trains to the shipped quality: kept the shipped weights, updated their recipe"
         else:
             what = (f"wrote fresh weights ({'; '.join(problems) or '--replace'}): "
-                    "re-execute chapters 4, 5 and 7")
+                    f"re-execute {'chapters 4, 5 and 7' if seed == 0 else 'chapter 5'}")
         for old in path.parent.glob(f"{name}-*.pt"):  # this preset and seed's files of older recipes
             if old.stem.split("-")[1:-1] == ([f"seed{seed}"] if seed else []):
                 old.unlink()
