@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from ._checks import check_int
 from .device import best_device
 from .seq2seq import (
     EncoderDecoder,
@@ -113,16 +114,21 @@ def build_model(name: str, data, **overrides) -> EncoderDecoder:
 
 
 def train_preset(name: str, data, device=None, cache: bool = True, pretrained: bool = True,
-                 **overrides):
-    """Build preset ``name`` with seed 0 and train it with its settings; return ``(model, history)``.
+                 seed: int = 0, **overrides):
+    """Build preset ``name`` with ``seed`` and train it with its settings; return ``(model, history)``.
+
+    ``seed`` fixes the initial weights (``torch.manual_seed(seed)`` before :func:`build_model`)
+    and the dropout and batch order (``train_seq2seq(..., seed=seed)``): another seed is another
+    run of the same recipe, as chapter 5 compares three of them (seeds 0, 1 and 2).
 
     The same call always gives the same model, so it is trained once and then loaded
     (``history.cached`` is then True):
 
     * ``pretrained``: the weights that ship with attnlib (:data:`PRETRAINED_DIR`, written by
       ``make models`` with this very call on the CPU) when they were made from the same
-      :func:`recipe`: preset, settings, data and the code of the modules involved. Chapters 4, 5
-      and 7 study these very models, so they load them on every device: the Transformer takes
+      :func:`recipe`: preset, settings, seed, data and the code of the modules involved (seed 0
+      of each preset in :data:`PRETRAINED`, and the seeds in :data:`PRETRAINED_SEEDS`). Chapters 4,
+      5 and 7 study these very models, so they load them on every device: the Transformer takes
       about a minute to train on two CPU cores (seconds on a GPU), and a model trained on another
       float path is another model, whose heads and numbers are not the ones the chapters describe.
     * ``cache``: the weights and the :class:`~attnlib.training.History` are saved under
@@ -133,29 +139,32 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
     ``overrides`` go to :func:`build_model` and :func:`training_args`. The global random state is
     left as it was, loaded or not.
     """
+    check_int("seed", seed, minimum=0)
     model_args = {k: v for k, v in overrides.items() if k not in _TRAINING_KEYS}
     train_args = training_args(name, **{k: v for k, v in overrides.items() if k in _TRAINING_KEYS})
     device = as_device(device) if device is not None else best_device()
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
+        torch.manual_seed(seed)  # the initial weights
         model = build_model(name, data, **model_args)
-    fingerprint = _fingerprint(name, data, device, overrides)
+    fingerprint = _fingerprint(name, data, device, overrides, seed=seed)
     source = _source_hash()
     path = cache_dir() / f"{name}-{source}-{fingerprint}.pt"
-    shipped = pretrained_path(name, data, **overrides)
+    shipped = pretrained_path(name, data, seed=seed, **overrides)
     shipped_ok = pretrained and shipped.exists()
+    made_from = recipe(name, data, seed=seed, **overrides) if shipped_ok else None
     for saved_path, use in ((shipped, shipped_ok), (path, cache and path.exists())):
         if use:
             try:
                 saved = torch.load(saved_path, map_location=device, weights_only=True)
-                if saved_path == shipped and saved.get("recipe") != recipe(name, data, **overrides):
+                if saved_path == shipped and saved.get("recipe") != made_from:
                     continue  # made from another recipe (say, attnlib's model code changed): train
                 model.load_state_dict(saved["model"])
                 return model.to(device).eval(), History(**{**saved["history"], "cached": True})
             except Exception:  # an unreadable or stale file: train (again) and overwrite the cache
                 pass
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        history = train_seq2seq(model, data, device=device, progress=False, **train_args)
+        history = train_seq2seq(model, data, device=device, progress=False, seed=seed,  # dropout, batches
+                                **train_args)
     if cache:
         save_trained(model, history, path)
         for stale in path.parent.glob(f"{name}-*.pt"):  # written by another attnlib: never loaded again
@@ -180,11 +189,24 @@ PRETRAINED_DIR = Path(__file__).parent / "pretrained"
 #: Transformer, chapter 7 compares it with its pre-LN variant, chapter 4 shows Bahdanau's fully
 #: trained model beside its own short runs, and the website translates with all three (book/live.py).
 PRETRAINED = ("bahdanau", "transformer", "transformer_pre_ln")
+#: The other seeds whose weights ship, beside seed 0 of each preset in :data:`PRETRAINED`: chapter 5
+#: compares the heads of seeds 0, 1 and 2 to see which of their roles the seed decides, and loads all
+#: three, so that a reader on a CPU does not wait two more minutes and the text describes these runs.
+PRETRAINED_SEEDS = {"transformer": (1, 2)}
 
 
-def pretrained_path(name: str, data, **overrides) -> Path:
-    """Where the shipped weights of preset ``name`` trained on the CPU on ``data`` are (or would be)."""
-    return PRETRAINED_DIR / f"{name}-{_fingerprint(name, data, torch.device('cpu'), overrides, False)}.pt"
+def pretrained_path(name: str, data, seed: int = 0, **overrides) -> Path:
+    """Where the shipped weights of preset ``name`` trained with ``seed`` on the CPU on ``data`` are
+    (or would be): ``NAME-HASH.pt`` for seed 0, ``NAME-seedN-HASH.pt`` for seed N."""
+    fingerprint = _fingerprint(name, data, torch.device("cpu"), overrides, False, seed)
+    return PRETRAINED_DIR / (f"{name}-seed{seed}-{fingerprint}.pt" if seed else f"{name}-{fingerprint}.pt")
+
+
+def shipped_weights() -> list[tuple[str, int]]:
+    """``(preset, seed)`` of every translator whose weights ship with attnlib: seed 0 of each
+    preset in :data:`PRETRAINED`, then the seeds in :data:`PRETRAINED_SEEDS`."""
+    return [(name, 0) for name in PRETRAINED] + [(name, seed) for name, seeds in PRETRAINED_SEEDS.items()
+                                                 for seed in seeds]
 
 
 #: The modules whose code decides what training a preset yields: the models' layers, the training
@@ -220,16 +242,17 @@ def _code_only(path: Path) -> bytes:
     return b"\n".join(line.rstrip() for line in lines if line.strip())
 
 
-def recipe(name: str, data, **overrides) -> dict:
+def recipe(name: str, data, seed: int = 0, **overrides) -> dict:
     """What the trained weights of preset ``name`` on ``data`` follow from, as text that every
-    machine computes alike: the preset and its settings, a hash of the data, and a hash of the
+    machine computes alike: the preset and its settings, the seed (left out for seed 0, so that
+    recipes written before seeds existed stay current), a hash of the data, and a hash of the
     code of each module in :data:`TRAINING_CODE` (its comments and docstrings left out).
 
     Two machines that share a recipe train models of the same quality, not the same bits: a
     minute of training on another CPU takes other floating-point paths (docs/reproducibility.md).
     """
     settings = _preset(name, overrides)
-    return {"preset": name, "settings": dict(sorted(settings.items())),
+    return {"preset": name, "settings": dict(sorted(settings.items())), **({"seed": seed} if seed else {}),
             "data": _fingerprint(name, data, torch.device("cpu"), overrides, False),
             "code": code_hashes(TRAINING_CODE)}
 
@@ -247,8 +270,9 @@ def code_hashes(modules) -> dict:
 SHIPPED_TOLERANCE = {"loss": 0.04, "bleu": 4.0}
 
 
-def compare_with_shipped(name: str, data, model: EncoderDecoder, history: History) -> list[str]:
-    """How a freshly trained preset ``name`` differs from its shipped weights beyond
+def compare_with_shipped(name: str, data, model: EncoderDecoder, history: History,
+                         seed: int = 0) -> list[str]:
+    """How a freshly trained preset ``name`` (with ``seed``) differs from its shipped weights beyond
     :data:`SHIPPED_TOLERANCE`, one message per difference (empty: a model of the same quality).
 
     Bitwise equality cannot be asked for: training is chaotic, and another CPU (or other CPU
@@ -256,7 +280,7 @@ def compare_with_shipped(name: str, data, model: EncoderDecoder, history: Histor
     from .decoding import translate  # decoding and sacrebleu only for this check
     from .metrics import corpus_bleu
 
-    saved = torch.load(pretrained_path(name, data), map_location="cpu", weights_only=True)
+    saved = torch.load(pretrained_path(name, data, seed=seed), map_location="cpu", weights_only=True)
     shipped = build_model(name, data)
     shipped.load_state_dict(saved["model"])
     problems = [f"epoch {epoch}: training loss {now:.3f}, shipped {then:.3f}"
@@ -301,14 +325,17 @@ def _source_hash() -> str:
     return h.hexdigest()[:8]
 
 
-def _fingerprint(name: str, data, device: torch.device, overrides: dict, with_torch: bool = True) -> str:
+def _fingerprint(name: str, data, device: torch.device, overrides: dict, with_torch: bool = True,
+                 seed: int = 0) -> str:
     """A hash of what else the trained weights depend on (:func:`_source_hash` is the code).
 
     Shipped weights leave torch's version out: another torch may train other last digits, but
-    the weights stay the preset trained on the data."""
+    the weights stay the preset trained on the data. Seed 0 adds nothing, so its hashes (and the
+    shipped seed-0 file names) are those from before ``train_preset`` took a seed."""
     h = hashlib.sha256(repr((name, sorted(PRESETS[name].items()), sorted(overrides.items()),
                              device.type, torch.__version__ if with_torch else None, data.batch_size,
-                             data.src_vocab.idx_to_token, data.tgt_vocab.idx_to_token)).encode())
+                             data.src_vocab.idx_to_token, data.tgt_vocab.idx_to_token)
+                            + ((seed,) if seed else ())).encode())
     for split in ("train", "val"):  # the tensors the batches come from, as TranslationData built them
         for t in data._arrays.get(split) or ():
             h.update(t.numpy().tobytes())

@@ -1,13 +1,15 @@
 """Train the presets whose weights ship with attnlib and save them in attnlib/pretrained/ (``make models``).
 
-    python scripts/pretrain.py [PRESET ...] [--replace]   # default: all of attnlib.presets.PRETRAINED
-                                                         # and char_lm, chapter 8's language model
+    python scripts/pretrain.py [PRESET ...] [--seed N ...] [--replace]
+        # default: every preset of attnlib.presets.PRETRAINED with each of its shipped seeds
+        # (0, and those in PRETRAINED_SEEDS), and char_lm, chapter 8's language model
 
 Each preset in ``attnlib.presets.PRETRAINED`` is trained on the CPU by exactly the call the chapters
-make, ``train_preset(name, TranslationData(**DATA_DEFAULTS), device="cpu")`` (seed 0, one torch
-thread). The shipped file records the recipe it was made from (``attnlib.presets.recipe``: preset,
-settings, data and the code of the modules training depends on); ``tests/test_training.py`` fails when
-the recipe has changed since. Run this script then:
+make, ``train_preset(name, TranslationData(**DATA_DEFAULTS), device="cpu", seed=seed)`` (one torch
+thread), with seed 0 and, for the presets in ``attnlib.presets.PRETRAINED_SEEDS``, the other seeds
+chapter 5 compares. The shipped file records the recipe it was made from (``attnlib.presets.recipe``:
+preset, settings, seed, data and the code of the modules training depends on);
+``tests/test_training.py`` fails when the recipe has changed since. Run this script then:
 
 * when the fresh model is within ``attnlib.presets.SHIPPED_TOLERANCE`` of the shipped one (its loss
   curve and held-out BLEU), training still yields models of the shipped quality: the shipped weights
@@ -39,6 +41,7 @@ from attnlib.presets import (
     pretrained_path,
     recipe,
     save_trained,
+    shipped_weights,
     train_preset,
 )
 from attnlib.training import History
@@ -47,6 +50,8 @@ from attnlib.training import History
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("presets", nargs="*", help=f"some of {', '.join(PRETRAINED)} (default: all)")
+    parser.add_argument("--seed", type=int, nargs="+", dest="seeds",
+                        help="only these seeds of the presets (default: each one's shipped seeds)")
     parser.add_argument("--replace", action="store_true",
                         help="write the fresh weights even when they match the shipped ones' quality")
     args = parser.parse_args()
@@ -54,15 +59,24 @@ def main() -> None:
     if set(names) - {*PRETRAINED, "char_lm"}:
         parser.error(f"no shipped weights for {sorted(set(names) - {*PRETRAINED, 'char_lm'})}; "
                      f"choose from {', '.join(PRETRAINED)}, char_lm")
+    if args.seeds is not None:
+        missing = [f"{name} seed {seed}" for name in names for seed in args.seeds
+                   if (name, seed) not in shipped_weights()]
+        if not args.presets or missing:
+            parser.error(f"--seed needs presets that ship those seeds (no weights ship for "
+                         f"{', '.join(missing) or 'char_lm'}): "
+                         f"{', '.join(f'{name} seed {seed}' for name, seed in shipped_weights())}")
+    runs = [(name, seed) for name, seed in shipped_weights()
+            if name in names and (args.seeds is None or seed in args.seeds)]
     if "char_lm" in names:
-        names.remove("char_lm")
         pretrain_char_lm(args.replace)
     data = TranslationData(**DATA_DEFAULTS)
-    for name in names:
+    for name, seed in runs:
         start = time.perf_counter()
-        model, history = train_preset(name, data, device="cpu", cache=False, pretrained=False)
-        path = pretrained_path(name, data)
-        problems = compare_with_shipped(name, data, model, history) if path.exists() else ["none shipped"]
+        model, history = train_preset(name, data, device="cpu", cache=False, pretrained=False, seed=seed)
+        path = pretrained_path(name, data, seed=seed)
+        problems = (compare_with_shipped(name, data, model, history, seed=seed) if path.exists()
+                    else ["none shipped"])
         if not problems and not args.replace:
             saved = torch.load(path, map_location="cpu", weights_only=True)
             model = build_model(name, data)
@@ -71,11 +85,13 @@ def main() -> None:
             what = "trains to the shipped quality: kept the shipped weights, updated their recipe"
         else:
             what = (f"wrote fresh weights ({'; '.join(problems) or '--replace'}): "
-                    "re-execute chapters 4, 5 and 7")
-        for old in path.parent.glob(f"{name}-*.pt"):
-            old.unlink()
-        save_trained(model, history, path, recipe(name, data))
-        print(f"{name}: {what}; {history.summary()}; {path.name}, {time.perf_counter() - start:.0f} s")
+                    f"re-execute {'chapters 4, 5 and 7' if seed == 0 else 'chapter 5'}")
+        for old in path.parent.glob(f"{name}-*.pt"):  # this preset and seed's files of older recipes
+            if old.stem.split("-")[1:-1] == ([f"seed{seed}"] if seed else []):
+                old.unlink()
+        save_trained(model, history, path, recipe(name, data, seed=seed))
+        print(f"{name} seed {seed}: {what}; {history.summary()}; {path.name}, "
+              f"{time.perf_counter() - start:.0f} s")
 
 
 def pretrain_char_lm(replace: bool) -> None:
