@@ -68,9 +68,12 @@ def module_device(module: torch.nn.Module) -> torch.device | None:
     return None
 
 
-def check_module_input(module: torch.nn.Module, name: str, x: torch.Tensor) -> None:
-    """``x`` on the module's device, in its parameters' dtype (autocast converts by itself)."""
-    p = next(module.parameters(), None)
+def check_module_input(module: torch.nn.Module, name: str, x: torch.Tensor,
+                       param: torch.Tensor | None = None) -> None:
+    """``x`` on the module's device, in its parameters' dtype (autocast converts by itself).
+    ``param``: the parameter to compare with (default: the module's first one); a layer called
+    many times per step passes it, since walking ``module.parameters()`` costs microseconds."""
+    p = next(module.parameters(), None) if param is None else param
     if p is None:
         return
     check_device(name, x, p.device, "the module")

@@ -250,10 +250,10 @@ def check_kv_heads(num_heads, num_kv_heads) -> None:
 def check_inputs(mha: MultiHeadAttention, queries, keys, values, causal, cache) -> None:
     """Shapes, dtypes and devices against the module's sizes and parameters (metadata only)."""
     check_qkv(queries, keys, values)
-    for name, x, layer in (("queries", queries, mha.W_q), ("keys", keys, mha.W_k),
-                           ("values", values, mha.W_v)):
+    W_q, W_k, W_v = mha.W_q, mha.W_k, mha.W_v
+    for name, x, layer in (("queries", queries, W_q), ("keys", keys, W_k), ("values", values, W_v)):
         check_size(name, x.shape[-1], layer.in_features, x)
-    check_module_input(mha, "queries", queries)
+    check_module_input(mha, "queries", queries, W_q.weight)
     check_bool("causal", causal)
     if cache is not None and not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
