@@ -17,6 +17,7 @@ import hashlib
 import io
 import os
 import tokenize
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
@@ -125,15 +126,20 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
     (``history.cached`` is then True):
 
     * ``pretrained``: the weights that ship with attnlib (:data:`PRETRAINED_DIR`, written by
-      ``make models`` with this very call on the CPU) when they were made from the same
+      ``make models`` with this very call on the CPU, with PyTorch's AVX2 kernels forced:
+      ``ATEN_CPU_CAPABILITY=avx2``, docs/reproducibility.md) when they were made from the same
       :func:`recipe`: preset, settings, seed, data and the code of the modules involved (seed 0
       of each preset in :data:`PRETRAINED`, and the seeds in :data:`PRETRAINED_SEEDS`). Chapters 4,
       5 and 7 study these very models, so they load them on every device: the Transformer takes
-      about a minute to train on two CPU cores (seconds on a GPU), and a model trained on another
-      float path is another model, whose heads and numbers are not the ones the chapters describe.
+      about a minute to train on one CPU core (seconds on a GPU), and a model trained with other
+      CPU kernels (your CPU's own, unless they are AVX2) or on a GPU is another model, about as
+      good, whose heads and numbers are not the ones the chapters describe. When a shipped file
+      exists but was made from another recipe (attnlib's training code changed since ``make
+      models`` last ran), a :class:`UserWarning` says so, and the call trains instead (or loads
+      what it trained here earlier, from the cache).
     * ``cache``: the weights and the :class:`~attnlib.training.History` are saved under
-      :func:`cache_dir`, and the next call with the same preset, settings, data, device type,
-      torch and attnlib loads them. A file saved by another version of attnlib's code can never
+      :func:`cache_dir`, and the next call with the same preset, settings, seed, data, device
+      type, torch and attnlib loads them. A file saved by another version of attnlib's code can never
       be loaded again, so saving removes such files of the same preset.
 
     ``overrides`` go to :func:`build_model` and :func:`training_args`. The global random state is
@@ -152,16 +158,22 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
     shipped = pretrained_path(name, data, seed=seed, **overrides)
     shipped_ok = pretrained and shipped.exists()
     made_from = recipe(name, data, seed=seed, **overrides) if shipped_ok else None
+    stale = False  # shipped weights that no longer follow from attnlib's code
     for saved_path, use in ((shipped, shipped_ok), (path, cache and path.exists())):
         if use:
             try:
                 saved = torch.load(saved_path, map_location=device, weights_only=True)
                 if saved_path == shipped and saved.get("recipe") != made_from:
-                    continue  # made from another recipe (say, attnlib's model code changed): train
+                    stale = True  # say, attnlib's model code changed: not loaded
+                    continue
+                if stale:
+                    _warn_stale(shipped, name, seed, "loading the model trained here earlier instead")
                 model.load_state_dict(saved["model"])
                 return model.to(device).eval(), History(**{**saved["history"], "cached": True})
             except Exception:  # an unreadable or stale file: train (again) and overwrite the cache
                 pass
+    if stale:
+        _warn_stale(shipped, name, seed, "training it instead")
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         history = train_seq2seq(model, data, device=device, progress=False, seed=seed,  # dropout, batches
                                 **train_args)
@@ -171,6 +183,13 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
             if not stale.name.startswith(f"{name}-{source}-"):
                 stale.unlink(missing_ok=True)
     return model, history
+
+
+def _warn_stale(shipped: Path, name: str, seed: int, instead: str) -> None:
+    # Outside train_preset's try: a warnings filter set to "error" raises it to the caller.
+    warnings.warn(f"the shipped weights {shipped.name} of preset {name!r} (seed {seed}) are stale: they "
+                  f"were made from another recipe than attnlib's code gives now, so they are not loaded; "
+                  f"{instead} (`make models` updates the shipped weights)", UserWarning, stacklevel=3)
 
 
 def save_trained(model: EncoderDecoder, history: History, path: Path, recipe: dict | None = None) -> None:
@@ -191,7 +210,8 @@ PRETRAINED_DIR = Path(__file__).parent / "pretrained"
 PRETRAINED = ("bahdanau", "transformer", "transformer_pre_ln")
 #: The other seeds whose weights ship, beside seed 0 of each preset in :data:`PRETRAINED`: chapter 5
 #: compares the heads of seeds 0, 1 and 2 to see which of their roles the seed decides, and loads all
-#: three, so that a reader on a CPU does not wait two more minutes and the text describes these runs.
+#: three, so that a reader on a CPU does not wait a minute or two for each and the text describes these
+#: runs.
 PRETRAINED_SEEDS = {"transformer": (1, 2)}
 
 
@@ -248,8 +268,10 @@ def recipe(name: str, data, seed: int = 0, **overrides) -> dict:
     recipes written before seeds existed stay current), a hash of the data, and a hash of the
     code of each module in :data:`TRAINING_CODE` (its comments and docstrings left out).
 
-    Two machines that share a recipe train models of the same quality, not the same bits: a
-    minute of training on another CPU takes other floating-point paths (docs/reproducibility.md).
+    Two machines that share a recipe train models about as good, not the same bits: the shipped
+    weights were written with PyTorch's AVX2 CPU kernels, and a minute of training with other CPU
+    kernels (a CPU's own AVX-512 ones, say) or on a GPU takes other floating-point paths
+    (docs/reproducibility.md).
     """
     settings = _preset(name, overrides)
     return {"preset": name, "settings": dict(sorted(settings.items())), **({"seed": seed} if seed else {}),

@@ -2,6 +2,7 @@
 import dataclasses
 import importlib
 import inspect
+import warnings
 
 import pytest
 import torch
@@ -359,18 +360,28 @@ def test_the_recipe_hashes_code_not_its_comments_or_docstrings(tmp_path):
     assert hashed("e.py", quoted) != hashed("f.py", 'def f():\n    return ""\n')
 
 
-def test_shipped_weights_load_only_for_their_recipe(data, tmp_path, monkeypatch):
+def test_shipped_weights_load_only_for_their_recipe_and_a_stale_file_warns(data, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNLIB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(presets, "PRETRAINED_DIR", tmp_path / "shipped")
     model, history = train_preset("transformer", data, device="cpu", cache=False, pretrained=False, **TINY)
     path = pretrained_path("transformer", data, **TINY)
     save_trained(model, history, path, recipe("transformer", data, **TINY))
-    loaded, loaded_history = train_preset("transformer", data, device="cpu", cache=False, **TINY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # current weights: loaded without a word
+        loaded, loaded_history = train_preset("transformer", data, device="cpu", cache=False, **TINY)
     assert loaded_history.cached and same_weights(loaded, model)
     other = recipe("transformer", data, **TINY)
     other["code"]["attnlib/transformer.py"] = "0123456789abcdef"  # as if the model's code had changed
     save_trained(model, history, path, other)
-    assert not train_preset("transformer", data, device="cpu", cache=False, **TINY)[1].cached
+    with pytest.warns(UserWarning, match=rf"{path.name} .*are stale.*training it instead.*make models"):
+        assert not train_preset("transformer", data, device="cpu", cache=False, **TINY)[1].cached
+    with pytest.warns(UserWarning, match="are stale"):  # trained and cached now: the next call loads that
+        train_preset("transformer", data, device="cpu", **TINY)
+    with pytest.warns(UserWarning, match="stale.*loading the model trained here earlier instead"):
+        assert train_preset("transformer", data, device="cpu", **TINY)[1].cached
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the shipped file is not asked for: nothing to warn about
+        train_preset("transformer", data, device="cpu", cache=False, pretrained=False, **TINY)
     assert recipe("transformer", data, **{**TINY, "lr": 0.001}) != recipe("transformer", data, **TINY)
 
 
@@ -387,7 +398,8 @@ def test_shipped_weights_of_a_seed_load_for_that_seed_only(data, tmp_path, monke
         other, other_history = train_preset("transformer", data, device="cpu", cache=False, seed=seed, **TINY)
         assert not other_history.cached and not same_weights(other, model)
     save_trained(model, history, path, recipe("transformer", data, **TINY))  # seed 0's recipe: not loaded
-    assert not train_preset("transformer", data, device="cpu", cache=False, seed=1, **TINY)[1].cached
+    with pytest.warns(UserWarning, match=r"seed 1\) are stale"):
+        assert not train_preset("transformer", data, device="cpu", cache=False, seed=1, **TINY)[1].cached
 
 
 def test_the_shipped_language_model_loads_only_for_its_recipe(monkeypatch):
