@@ -21,8 +21,10 @@ Chapter 8's character language model (``char_lm``, ``attnlib.lm.CHAR_LM``) is tr
 ``attnlib.lm.train_char_lm`` and kept likewise when its held-out perplexity is within
 ``attnlib.lm.CHAR_LM_TOLERANCE`` of the shipped model's (re-execute chapter 8 otherwise).
 
-Another CPU never reproduces the shipped weights bit for bit (docs/reproducibility.md), which is why
-the weights are only replaced when training really changed.
+``make models`` runs this script with PyTorch's AVX2 CPU kernels forced (``ATEN_CPU_CAPABILITY=avx2``,
+with oneDNN and MKL held to AVX2), the kernels that wrote the shipped weights. Another CPU, or other
+kernels, need not reproduce them bit for bit (docs/reproducibility.md), which is why the weights are
+only replaced when training really changed.
 """
 from __future__ import annotations
 
