@@ -49,7 +49,7 @@ import pytest
 from nbformat.v4 import new_markdown_cell
 
 from coursegrader import cli, feedback, gradebook
-from coursegrader.course import Course, generate, nbgrader_env
+from coursegrader.course import Course, generate, nbgrader_env, write_config
 from coursegrader.sandbox import probe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -570,6 +570,27 @@ def test_nbgrader_s_own_autograde_is_switched_off_and_touches_nothing(term):
     text = nbgrader_cli(root, "autograde", CH01, "--force", check=False)  # what the instructor sees
     assert "graded by the book's sandboxed grader" in text and "Traceback" not in text
     assert {p: p.read_bytes() for p in (root / "autograded").rglob("*") if p.is_file()} == before
+
+
+def test_a_command_run_in_this_process_fails_with_its_output_and_leaves_nothing_behind(tmp_path):
+    """The in-process runs above: a failing command fails the test with what it logged, and the
+    working directory, environment, ``sys.path``, nbgrader's app singletons and the log handlers
+    are what they were before it."""
+    from nbgrader.apps import NbGraderApp, ReleaseAssignmentApp
+
+    root = tmp_path / "course"
+    root.mkdir()
+    write_config(root)
+    nbgrader(root, "db", "student", "list")  # nbgrader's imports done, as after the term's first command
+    before = (dict(os.environ), os.getcwd(), list(sys.path))
+    with pytest.raises(AssertionError, match=r"(?s)release_assignment nope: exit status 1\n.*"
+                                             r"Assignment not found at: .*release/\./nope"):
+        nbgrader(root, "release_assignment", "nope")
+    assert (dict(os.environ), os.getcwd(), list(sys.path)) == before
+    assert not NbGraderApp.initialized() and not ReleaseAssignmentApp.initialized()
+    apps = {name: lg.handlers for name, lg in logging.root.manager.loggerDict.items() if name.endswith("App")}
+    assert "ReleaseAssignmentApp" in apps and not any(apps.values())  # nothing logs into a finished command
+    assert "There are 0 students in the database" in nbgrader(root, "db", "student", "list")
 
 
 def test_make_targets_run_the_course_commands(tmp_path):
