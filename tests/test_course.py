@@ -18,15 +18,29 @@ tests). The roster has four students; ``zed`` is not on it.
 4. The exports (nbgrader's CSV, Canvas, Moodle): every number checked.
 5. The same pairs graded as separate batch tasks (``grade-pair``) and merged (``record``)
    give the same gradebook as one ``grade``.
+
+Most commands run in this process, each in its own folder with ``nbgrader_env()`` and its output
+caught, everything put back after it: nbgrader's through its App, as nbgrader's own test suite
+runs its command line, and ``coursegrader``'s through ``coursegrader.cli.main``. Each
+``python -m nbgrader`` spends about 2.4 s of CPU importing nbgrader, and a term runs about 40
+commands: one import instead of 40 is most of what this module costs. The command lines
+themselves are still run as instructors run them: the roster import and ``nbgrader autograde``
+(``python -m nbgrader``), the batch tasks (``python -m coursegrader grade-pair``), ``make
+feedback`` and the Makefile's course targets; the grading workers, the sandboxes and the nbgrader
+commands that ``coursegrader`` starts are processes of their own, as in a course.
 """
+import contextlib
 import csv
 import datetime
+import io
+import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -34,8 +48,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_markdown_cell
 
-from coursegrader import feedback, gradebook
-from coursegrader.course import Course, generate, nbgrader_env
+from coursegrader import cli, feedback, gradebook
+from coursegrader.course import Course, generate, nbgrader_env, write_config
 from coursegrader.sandbox import probe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +92,70 @@ def make_source(folder: Path) -> Path:
     return folder
 
 
+@contextlib.contextmanager
+def as_a_command(cwd: Path):
+    """This process as ``python -m ...`` run in ``cwd`` with ``nbgrader_env()`` would be: that
+    working directory and environment (``os.environ`` itself, so subprocesses inherit it),
+    ``sys.path``, stdout and stderr caught (logging's handlers are made while the command
+    starts, on the ``sys.stderr`` of that moment). Everything is put back after, and the log
+    handlers made on the caught streams are removed."""
+    env, old_env, old_cwd, old_path = nbgrader_env(), dict(os.environ), os.getcwd(), list(sys.path)
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            yield out, err
+    finally:
+        os.chdir(old_cwd)
+        os.environ.clear()
+        os.environ.update(old_env)
+        sys.path[:] = old_path
+        for logger in list(logging.root.manager.loggerDict.values()):
+            for handler in getattr(logger, "handlers", [])[:]:
+                if getattr(handler, "stream", None) in (out, err):
+                    logger.removeHandler(handler)
+                    handler.close()
+
+
+def exit_code(stop: SystemExit) -> int:
+    """The exit status ``python`` gives a ``SystemExit`` (a message is printed, status 1)."""
+    if stop.code is None or isinstance(stop.code, int):
+        return stop.code or 0
+    print(stop.code, file=sys.stderr)
+    return 1
+
+
 def nbgrader(cwd: Path, *args: str, check: bool = True) -> str:
+    """``nbgrader ARGS`` in ``cwd``, run in this process as nbgrader's own test suite runs its
+    command line (``nbgrader.tests.run_nbgrader``: ``NbGraderApp.instance()``, ``initialize``,
+    ``start``, ``reset``); returns what it printed and logged."""
+    from jupyter_core.application import NoStart
+    from nbgrader.apps.nbgraderapp import NbGraderApp
+
+    with as_a_command(cwd) as (out, err):
+        app = NbGraderApp.instance()
+        try:
+            app.initialize(list(args))
+            app.start()
+            code = 0
+        except NoStart:
+            code = 0
+        except SystemExit as stop:
+            code = exit_code(stop)
+        except Exception:  # noqa: BLE001 - as python does with an uncaught error: traceback, status 1
+            traceback.print_exc()
+            code = 1
+        finally:
+            app.reset()  # the app and its subcommand's singletons and log handlers go
+    said = out.getvalue() + err.getvalue()
+    assert not check or code == 0, f"nbgrader {' '.join(args)}: exit status {code}\n{said[-6000:]}"
+    return said
+
+
+def nbgrader_cli(cwd: Path, *args: str, check: bool = True) -> str:
+    """``python -m nbgrader ARGS`` in ``cwd``: the command line itself, as instructors run it."""
     done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=nbgrader_env(),
                           capture_output=True, text=True, timeout=600)
     assert not check or done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -86,6 +163,23 @@ def nbgrader(cwd: Path, *args: str, check: bool = True) -> str:
 
 
 def coursegrader(*args: str) -> str:
+    """``python -m coursegrader ARGS`` run in this process (``coursegrader.cli.main``); its
+    grading workers, sandboxes and nbgrader commands are still processes of their own."""
+    with as_a_command(ROOT) as (out, err):
+        try:
+            code = cli.main(list(args))
+        except SystemExit as stop:
+            code = exit_code(stop)
+        except Exception:  # noqa: BLE001 - as python does with an uncaught error: traceback, status 1
+            traceback.print_exc()
+            code = 1
+    said = out.getvalue() + err.getvalue()
+    assert code == 0, f"coursegrader {' '.join(args)}: exit status {code}\n{said[-8000:]}"
+    return out.getvalue()
+
+
+def coursegrader_cli(*args: str) -> str:
+    """``python -m coursegrader ARGS``: the command line itself."""
     done = subprocess.run([sys.executable, "-m", "coursegrader", *args], cwd=ROOT, env=nbgrader_env(),
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
@@ -169,7 +263,7 @@ def term(tmp_path_factory):
         w = csv.writer(fh)
         w.writerow(["id", "first_name", "last_name", "email", "lms_user_id"])
         w.writerows(ROSTER)
-    nbgrader(root, "db", "student", "import", "roster.csv")
+    nbgrader_cli(root, "db", "student", "import", "roster.csv")  # the command line itself, once
     for name in (CH01, CH03):
         nbgrader(root, "release_assignment", name)
     ana, bob, cleo, dev, zed = (Student(tmp, n, exchange) for n in ("ana", "bob", "cleo", "dev", "zed"))
@@ -427,8 +521,8 @@ def test_batch_tasks_and_a_merge_give_the_gradebook_of_one_grade_run(term):
     assert [t.split("\t")[0] for t in tasks] == ["ana", "bob", "cleo"]
 
     def task(i: int) -> str:
-        return coursegrader("grade-pair", "--course", str(snapshot), "--out", str(results / f"task-{i}"),
-                            "--pairs", str(term["tmp"] / "pairs.txt"), "--index", str(i))
+        return coursegrader_cli("grade-pair", "--course", str(snapshot), "--out", str(results / f"task-{i}"),
+                                "--pairs", str(term["tmp"] / "pairs.txt"), "--index", str(i))
 
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(task, range(len(tasks))))
@@ -473,9 +567,31 @@ def test_regenerating_after_a_typo_fix_keeps_the_term(term):
 def test_nbgrader_s_own_autograde_is_switched_off_and_touches_nothing(term):
     root = term["root"]
     before = {p: p.read_bytes() for p in (root / "autograded").rglob("*") if p.is_file()}
-    text = nbgrader(root, "autograde", CH01, "--force", check=False)
+    text = nbgrader_cli(root, "autograde", CH01, "--force", check=False)  # what the instructor sees
     assert "graded by the book's sandboxed grader" in text and "Traceback" not in text
     assert {p: p.read_bytes() for p in (root / "autograded").rglob("*") if p.is_file()} == before
+
+
+def test_a_command_run_in_this_process_fails_with_its_output_and_leaves_nothing_behind(tmp_path):
+    """The in-process runs above: a failing command fails the test with what it logged, and the
+    working directory, environment, ``sys.path``, nbgrader's app singletons and the log handlers
+    are what they were before it."""
+    from nbgrader.apps import NbGraderApp, ReleaseAssignmentApp
+
+    root = tmp_path / "course"
+    root.mkdir()
+    write_config(root)
+    nbgrader(root, "db", "student", "list")  # nbgrader's imports done, as after the term's first command
+    before = (dict(os.environ), os.getcwd(), list(sys.path))
+    with pytest.raises(AssertionError, match=r"(?s)release_assignment nope: exit status 1\n.*"
+                                             r"Assignment not found at: .*release/\./nope"):
+        nbgrader(root, "release_assignment", "nope")
+    assert (dict(os.environ), os.getcwd(), list(sys.path)) == before
+    assert not NbGraderApp.initialized() and not ReleaseAssignmentApp.initialized()
+    apps = {name: [h for h in lg.handlers if type(h) is logging.StreamHandler]  # pytest's own are subclasses
+            for name, lg in logging.root.manager.loggerDict.items() if name.endswith("App")}
+    assert "ReleaseAssignmentApp" in apps and not any(apps.values())  # nothing logs into a finished command
+    assert "There are 0 students in the database" in nbgrader(root, "db", "student", "list")
 
 
 def test_make_targets_run_the_course_commands(tmp_path):

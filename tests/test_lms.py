@@ -10,6 +10,7 @@ number, Institution, Department, Email address`` and one column per grade item) 
 those columns to the user ("Email address" -> email, "ID number" -> ID number).
 """
 import csv
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -24,11 +25,12 @@ ROSTER = [("ana", "Ana", "Alves", "ana@example.org", "1001"),
           ("cleo", "Cleo", "Costa", "cleo@example.org", "1003")]
 
 
-@pytest.fixture
-def course(tmp_path):
+@pytest.fixture(scope="module")
+def graded_course(tmp_path_factory):
     """A course directory whose gradebook has the roster, two assignments (5 and 3 points) and
-    grades: ana 4/5 on time and 3/3 late (penalty 1.5); bob 2/5; cleo nothing."""
-    root = tmp_path / "course"
+    grades: ana 4/5 on time and 3/3 late (penalty 1.5); bob 2/5; cleo nothing. Made once (a new
+    gradebook costs nbgrader an ``alembic`` process); each test gets a copy of its own."""
+    root = tmp_path_factory.mktemp("graded") / "course"
     root.mkdir()
     write_config(root)
     c = Course(root)
@@ -47,6 +49,14 @@ def course(tmp_path):
             gb.find_submission_notebook(name, name, sid).late_submission_penalty = penalty
         gb.db.commit()
     return c
+
+
+@pytest.fixture
+def course(graded_course, tmp_path):
+    """A copy of ``graded_course`` that the test may change (its gradebook, config, pin and link)."""
+    root = tmp_path / "course"
+    shutil.copytree(graded_course.root, root, symlinks=True)
+    return Course(root)
 
 
 def rows(path: Path) -> list[list[str]]:
