@@ -421,19 +421,28 @@ UNMARKED_FORMULAS_JS = r"""() => new Promise(done => requestAnimationFrame(() =>
       .slice(0, 60))))))"""
 
 
-# Runs axe-core (injected from the local copy) on the whole page: the WCAG 2.0/2.1 A and AA rules.
-AXE_JS = """async (tags) => (await axe.run(document, {
-  runOnly: {type: 'tag', values: tags}, resultTypes: ['violations'],
-})).violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-  nodes: v.nodes.map(n => n.target.join(' ') + ': ' + n.html.slice(0, 120))}))"""
+def axe_js(context: str = "document") -> str:
+    """A script that runs axe-core (injected from the local copy), the WCAG 2.0/2.1 A and AA rules,
+    on ``context`` (a JavaScript expression: the document, or an element and all it holds, whose
+    colours axe still reads against the page around it) and returns the violations."""
+    return f"""async (tags) => (await axe.run({context}, {{
+  runOnly: {{type: 'tag', values: tags}}, resultTypes: ['violations'],
+}})).violations.map(v => ({{id: v.id, impact: v.impact, help: v.help,
+  nodes: v.nodes.map(n => n.target.join(' ') + ': ' + n.html.slice(0, 120))}}))"""
+
+
+AXE_JS = axe_js()  # the whole page
 
 
 def open_page(
-    browser, url: str, axe: Path | None = None, mode: str = "light"
+    browser, url: str, axe: Path | None = None, mode: str = "light", scripts: dict | None = None
 ) -> tuple[dict, list[str], list[str], dict[str, bytes]]:
     """Load ``url``; return (report, console errors, requests to other hosts, PNG screenshots).
     With ``axe`` (the path of axe.min.js) the report's "axe" lists axe-core's violations.
-    ``mode`` is the theme's colour mode ("light" or "dark", the reader's choice on the site)."""
+    ``mode`` is the theme's colour mode ("light" or "dark", the reader's choice on the site).
+    ``scripts`` ({name: JavaScript}) run in the page once it has loaded and MathJax is done,
+    before axe; the report holds each one's result under its name (so that another check of the
+    same page needs no second load)."""
     base = url.split("/")[0] + "//" + url.split("/")[2] if url.startswith("http") else "file://"
     context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
     try:
@@ -447,6 +456,8 @@ def open_page(
                 else remote.append(r.url))
         page.goto(url, wait_until="load", timeout=60_000)
         report = json.loads(page.evaluate(REPORT_JS))
+        for name, script in (scripts or {}).items():
+            report[name] = page.evaluate(script)
         page_errors = errors
         if axe is not None:
             # axe re-fetches the stylesheets to read their rules and resolves the theme's
