@@ -16,15 +16,13 @@ import gzip
 import http.server
 import json
 import re
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from test_book import AXE_TAGS, _QuietHandler, axe, axe_js, browser  # noqa: F401 (fixtures)
+from test_book import AXE_TAGS, _QuietHandler, axe, axe_js, browser, build_sites  # noqa: F401 (fixtures)
 
 from book import live
 
@@ -253,10 +251,7 @@ def test_runtime_and_model_sizes(exported):
 # --------------------------------------------------------------------------- the page
 @pytest.fixture(scope="module")
 def sites():
-    for command in (["book.build"], ["book.i18n", "generate"], ["book.build", "--lang", "zh"]):
-        done = subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True,
-                              text=True, timeout=900)
-        assert done.returncode == 0, done.stdout + done.stderr
+    build_sites()
     return SITE
 
 
