@@ -449,7 +449,7 @@ AXE_JS = axe_js()  # the whole page
 
 def open_page(
     browser, url: str, axe: Path | None = None, mode: str = "light", scripts: dict | None = None,
-    layout: bool = True,
+    layout: bool = True, axe_context: str = "document",
 ) -> tuple[dict, list[str], list[str], dict[str, bytes]]:
     """Load ``url``; return (report, console errors, requests to other hosts, PNG screenshots).
     With ``axe`` (the path of axe.min.js) the report's "axe" lists axe-core's violations.
@@ -458,7 +458,8 @@ def open_page(
     before axe; the report holds each one's result under its name (so that another check of the
     same page needs no second load). ``layout=False`` leaves out what does not change with the
     colour mode or the address (checked on the light page over http): the screenshots and the
-    report's reflowWidth, cutFormulas and unmarkedFormulas."""
+    report's reflowWidth, cutFormulas and unmarkedFormulas. ``axe_context`` is what axe checks
+    (axe_js's context; the whole page unless a caller proves the rest is checked elsewhere)."""
     base = url.split("/")[0] + "//" + url.split("/")[2] if url.startswith("http") else "file://"
     context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
     try:
@@ -489,7 +490,7 @@ def open_page(
                                        "!important; }")
             page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
             page.add_script_tag(path=str(axe))
-            report["axe"] = page.evaluate(AXE_JS, AXE_TAGS)
+            report["axe"] = page.evaluate(axe_js(axe_context), AXE_TAGS)
         if not layout:
             return report, page_errors, remote, {}
         shots = {"": page.screenshot()}

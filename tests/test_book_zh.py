@@ -137,6 +137,12 @@ def test_a_chinese_page_that_lost_a_formula_an_image_or_a_widget_is_caught():
 
 # Each Chinese page is opened (and checked by axe) once; the tests that read it share the report.
 _REPORTS: dict[str, tuple] = {}
+# The chapters' code cells (their highlighted source, the largest part of a chapter's elements and
+# most of axe's time on it) are the English page's, element for element, with the same stylesheets
+# (test_code_cells_and_stylesheets_are_the_english_sites): axe checks them on the English page
+# (tests/test_book.py), and on the Chinese page everything else.
+CODE_CELLS = "div.cell_input div.highlight"
+CHINESE_AXE_CONTEXT = f"{{exclude: [['{CODE_CELLS}']]}}"
 
 
 def chinese_page(page: str, server: str, browser, axe) -> tuple:  # noqa: F811
@@ -144,7 +150,8 @@ def chinese_page(page: str, server: str, browser, axe) -> tuple:  # noqa: F811
     (ENGLISH_PROSE_JS) in the report's "englishProse"; its screenshots saved under SHOTS."""
     if page not in _REPORTS:
         report, errors, remote, shots = open_page(browser, f"{server}/zh/{page}.html", axe,
-                                                  scripts={"englishProse": ENGLISH_PROSE_JS})
+                                                  scripts={"englishProse": ENGLISH_PROSE_JS},
+                                                  axe_context=CHINESE_AXE_CONTEXT)
         SHOTS.mkdir(parents=True, exist_ok=True)
         for suffix, png in shots.items():
             (SHOTS / f"zh__{page.replace('/', '__')}{suffix}.png").write_bytes(png)
@@ -152,11 +159,49 @@ def chinese_page(page: str, server: str, browser, axe) -> tuple:  # noqa: F811
     return _REPORTS[page]
 
 
+def _stylesheets(page_file: Path) -> list[bytes]:
+    soup = BeautifulSoup(page_file.read_text(encoding="utf-8"), "html.parser")
+    return [(page_file.parent / link["href"].split("?")[0]).read_bytes()
+            for link in soup.select("link[rel=stylesheet]")]
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p not in ("genindex", "search")])
+def test_code_cells_and_stylesheets_are_the_english_sites(page, sites):
+    """What lets the Chinese pages' axe run leave the code cells to the English pages' run: the
+    same cells, the same HTML, styled by stylesheets of the same content."""
+    def cells(html):
+        return [str(c) for c in BeautifulSoup(html, "html.parser").select(CODE_CELLS)]
+
+    zh, en = cells(_html(page)), cells(_html(page, "en"))
+    assert zh == en, f"zh/{page}: its code cells differ from the English page's (axe checks them there)"
+    assert page.startswith("notebooks/") <= bool(en), f"{page}: no code cell found ({CODE_CELLS})"
+    assert _stylesheets(SITE / "zh" / f"{page}.html") == _stylesheets(SITE / f"{page}.html")
+
+
+def test_the_chinese_axe_run_leaves_out_the_code_cells_only(tmp_path, browser, axe):  # noqa: F811
+    """Faint text in a code cell, which axe finds on a whole page, is not the Chinese run's to find;
+    the same text outside a code cell is."""
+    faint = '<span style="color: #ddd">{}</span>'.format
+    found = []
+    for context, outside in (("document", ""), (CHINESE_AXE_CONTEXT, ""),
+                             (CHINESE_AXE_CONTEXT, faint("prose"))):
+        page = tmp_path / f"page{len(found)}.html"
+        code = f'<div class="cell_input"><div class="highlight"><pre>{faint("code")}</pre></div></div>'
+        page.write_text(f'<html lang="zh-CN"><head><title>t</title></head><body><main>{code}'
+                        f'<p>{outside}</p></main></body></html>')
+        report, *_ = open_page(browser, page.as_uri(), axe, layout=False, axe_context=context)
+        found.append([n for v in report["axe"] for n in v["nodes"]])
+    assert len(found[0]) == 1 and ">code<" in found[0][0], found
+    assert found[1] == [], found
+    assert len(found[2]) == 1 and ">prose<" in found[2][0], found
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_chinese_page_renders_offline_in_chromium(page, server, browser, axe):  # noqa: F811
     """assert_page_works on the Chinese page (formulas, images, console, remote hosts, reflow,
-    axe); a chapter keeps every formula (typeset), image and widget of the English chapter, whose
-    counts come from its HTML (tests/test_book.py checks the English page in the browser)."""
+    axe on all but the code cells, which are the English page's: CHINESE_AXE_CONTEXT); a chapter
+    keeps every formula (typeset), image and widget of the English chapter, whose counts come from
+    its HTML (tests/test_book.py checks the English page in the browser)."""
     report, errors, remote = chinese_page(page, server, browser, axe)
     assert_page_works(f"zh/{page}", report, errors, remote)
     if page.startswith("notebooks/"):
