@@ -159,23 +159,23 @@ def chinese_page(page: str, server: str, browser, axe) -> tuple:  # noqa: F811
     return _REPORTS[page]
 
 
-def _stylesheets(page_file: Path) -> list[bytes]:
+def _code_cells_and_stylesheets(page_file: Path) -> tuple[list[str], list[bytes]]:
+    """A built page's code cells (their HTML) and the contents of its stylesheets."""
     soup = BeautifulSoup(page_file.read_text(encoding="utf-8"), "html.parser")
-    return [(page_file.parent / link["href"].split("?")[0]).read_bytes()
-            for link in soup.select("link[rel=stylesheet]")]
+    return ([str(c) for c in soup.select(CODE_CELLS)],
+            [(page_file.parent / link["href"].split("?")[0]).read_bytes()
+             for link in soup.select("link[rel=stylesheet]")])
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if p not in ("genindex", "search")])
 def test_code_cells_and_stylesheets_are_the_english_sites(page, sites):
     """What lets the Chinese pages' axe run leave the code cells to the English pages' run: the
     same cells, the same HTML, styled by stylesheets of the same content."""
-    def cells(html):
-        return [str(c) for c in BeautifulSoup(html, "html.parser").select(CODE_CELLS)]
-
-    zh, en = cells(_html(page)), cells(_html(page, "en"))
+    (zh, zh_css), (en, en_css) = (_code_cells_and_stylesheets(sites / lang / f"{page}.html")
+                                  for lang in ("zh", ""))
     assert zh == en, f"zh/{page}: its code cells differ from the English page's (axe checks them there)"
     assert page.startswith("notebooks/") <= bool(en), f"{page}: no code cell found ({CODE_CELLS})"
-    assert _stylesheets(SITE / "zh" / f"{page}.html") == _stylesheets(SITE / f"{page}.html")
+    assert zh_css == en_css, f"zh/{page}: its stylesheets differ from the English page's"
 
 
 def test_the_chinese_axe_run_leaves_out_the_code_cells_only(tmp_path, browser, axe):  # noqa: F811
