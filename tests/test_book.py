@@ -277,6 +277,19 @@ def site():
     return SITE
 
 
+@functools.cache
+def build_sites() -> str:
+    """Both editions built (``book.build``, ``book.i18n generate``, ``book.build --lang zh``; a
+    build whose inputs are unchanged is skipped), once per test process for the modules that need
+    both (tests/test_book_zh.py, tests/test_live.py); returns what the Chinese build printed."""
+    for command in (["book.build"], ["book.i18n", "generate"], ["book.build", "--lang", "zh"]):
+        done = subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True,
+                              text=True, timeout=900)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "from the network" not in done.stderr, done.stderr  # book/_ext/offline_book.py
+    return done.stdout
+
+
 def test_no_page_refers_to_remote_scripts_or_styles(site):
     remote = re.compile(r"<(?:script|link)\b[^>]*\b(?:src|href)=\"(?:https?:)?//[^\"]+", re.I)
     for page in site.rglob("*.html"):
@@ -421,19 +434,32 @@ UNMARKED_FORMULAS_JS = r"""() => new Promise(done => requestAnimationFrame(() =>
       .slice(0, 60))))))"""
 
 
-# Runs axe-core (injected from the local copy) on the whole page: the WCAG 2.0/2.1 A and AA rules.
-AXE_JS = """async (tags) => (await axe.run(document, {
-  runOnly: {type: 'tag', values: tags}, resultTypes: ['violations'],
-})).violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-  nodes: v.nodes.map(n => n.target.join(' ') + ': ' + n.html.slice(0, 120))}))"""
+def axe_js(context: str = "document") -> str:
+    """A script that runs axe-core (injected from the local copy), the WCAG 2.0/2.1 A and AA rules,
+    on ``context`` (a JavaScript expression: the document, or an element and all it holds, whose
+    colours axe still reads against the page around it) and returns the violations."""
+    return f"""async (tags) => (await axe.run({context}, {{
+  runOnly: {{type: 'tag', values: tags}}, resultTypes: ['violations'],
+}})).violations.map(v => ({{id: v.id, impact: v.impact, help: v.help,
+  nodes: v.nodes.map(n => n.target.join(' ') + ': ' + n.html.slice(0, 120))}}))"""
+
+
+AXE_JS = axe_js()  # the whole page
 
 
 def open_page(
-    browser, url: str, axe: Path | None = None, mode: str = "light"
+    browser, url: str, axe: Path | None = None, mode: str = "light", scripts: dict | None = None,
+    layout: bool = True, axe_context: str = "document",
 ) -> tuple[dict, list[str], list[str], dict[str, bytes]]:
     """Load ``url``; return (report, console errors, requests to other hosts, PNG screenshots).
     With ``axe`` (the path of axe.min.js) the report's "axe" lists axe-core's violations.
-    ``mode`` is the theme's colour mode ("light" or "dark", the reader's choice on the site)."""
+    ``mode`` is the theme's colour mode ("light" or "dark", the reader's choice on the site).
+    ``scripts`` ({name: JavaScript}) run in the page once it has loaded and MathJax is done,
+    before axe; the report holds each one's result under its name (so that another check of the
+    same page needs no second load). ``layout=False`` leaves out what does not change with the
+    colour mode or the address (checked on the light page over http): the screenshots and the
+    report's reflowWidth, cutFormulas and unmarkedFormulas. ``axe_context`` is what axe checks
+    (axe_js's context; the whole page unless a caller proves the rest is checked elsewhere)."""
     base = url.split("/")[0] + "//" + url.split("/")[2] if url.startswith("http") else "file://"
     context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
     try:
@@ -447,6 +473,8 @@ def open_page(
                 else remote.append(r.url))
         page.goto(url, wait_until="load", timeout=60_000)
         report = json.loads(page.evaluate(REPORT_JS))
+        for name, script in (scripts or {}).items():
+            report[name] = page.evaluate(script)
         page_errors = errors
         if axe is not None:
             # axe re-fetches the stylesheets to read their rules and resolves the theme's
@@ -462,7 +490,9 @@ def open_page(
                                        "!important; }")
             page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
             page.add_script_tag(path=str(axe))
-            report["axe"] = page.evaluate(AXE_JS, AXE_TAGS)
+            report["axe"] = page.evaluate(axe_js(axe_context), AXE_TAGS)
+        if not layout:
+            return report, page_errors, remote, {}
         shots = {"": page.screenshot()}
         if page.evaluate(SCROLL_TO_WIDGET_JS):
             shots["__widget"] = page.screenshot()
@@ -583,10 +613,11 @@ def test_chinese_text_is_marked_as_chinese(page, site):
 
 
 def test_dark_mode_has_no_axe_violations(server, browser, axe):
-    """The theme's dark mode (one click away on every page) has its own colours: contrast is
-    checked on the last chapter and the glossary."""
+    """The theme's dark mode (one click away on every page) has its own colours: axe (every WCAG
+    A/AA rule, contrast above all) on the last chapter and the glossary in dark mode. What the
+    colour mode does not change (screenshots, reflow) is left to the light pages' test."""
     for page in [p for p in PAGES if p.startswith("notebooks/")][-1:] + ["glossary"]:
-        report, *_ = open_page(browser, f"{server}/{page}.html", axe, mode="dark")
+        report, *_ = open_page(browser, f"{server}/{page}.html", axe, mode="dark", layout=False)
         assert report["mode"] == "dark", report["mode"]
         assert not report["axe"], f"axe-core found violations on {page} in dark mode:\n" + (
             _axe_summary(report["axe"])
@@ -594,8 +625,10 @@ def test_dark_mode_has_no_axe_violations(server, browser, axe):
 
 
 def test_a_chapter_renders_from_disk(site, browser):
+    """Opened from file:// (a reader's downloaded copy): no console error, nothing from another
+    host, every formula typeset and every image loaded."""
     page = f"notebooks/{CHAPTERS[0].stem}" if CHAPTERS else "intro"
-    report, errors, remote, _ = open_page(browser, (site / f"{page}.html").as_uri())
+    report, errors, remote, _ = open_page(browser, (site / f"{page}.html").as_uri(), layout=False)
     assert not errors and not remote, (errors, remote)
     assert not report["untypeset"] and not report["brokenImages"], report
 
