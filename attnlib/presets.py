@@ -132,8 +132,9 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
       of each preset in :data:`PRETRAINED`, and the seeds in :data:`PRETRAINED_SEEDS`). Chapters 4,
       5 and 7 study these very models, so they load them on every device: the Transformer takes
       about a minute to train on one CPU core (seconds on a GPU), and a model trained with other
-      CPU kernels (your CPU's own, unless they are AVX2) or on a GPU is another model, about as
-      good, whose heads and numbers are not the ones the chapters describe. When a shipped file
+      CPU kernels (your CPU's own, or AVX2 on another processor, whose math libraries may choose
+      other code paths) or on a GPU is another model, about as good, whose heads and numbers are
+      not the ones the chapters describe. When a shipped file
       exists but was made from another recipe (attnlib's training code changed since ``make
       models`` last ran), a :class:`UserWarning` says so, and the call trains instead (or loads
       what it trained here earlier, from the cache).
@@ -186,7 +187,9 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
 
 
 def _warn_stale(shipped: Path, name: str, seed: int, instead: str) -> None:
-    # Outside train_preset's try: a warnings filter set to "error" raises it to the caller.
+    # The "training it instead" call is outside train_preset's try, so a warnings filter set to
+    # "error" raises it to the caller; the "loading ... earlier" call is inside it, where such a
+    # filter makes the call train instead (and then raise).
     warnings.warn(f"the shipped weights {shipped.name} of preset {name!r} (seed {seed}) are stale: they "
                   f"were made from another recipe than attnlib's code gives now, so they are not loaded; "
                   f"{instead} (`make models` updates the shipped weights)", UserWarning, stacklevel=3)
