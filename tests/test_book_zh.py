@@ -34,6 +34,7 @@ from test_book import (  # noqa: F401 (axe, browser: fixtures)
     SHOTS,
     _QuietHandler,
     _record_timings,
+    _soup,
     assert_page_works,
     axe,
     browser,
@@ -161,7 +162,7 @@ def chinese_page(page: str, server: str, browser, axe) -> tuple:  # noqa: F811
 
 def _code_cells_and_stylesheets(page_file: Path) -> tuple[list[str], list[bytes]]:
     """A built page's code cells (their HTML) and the contents of its stylesheets."""
-    soup = BeautifulSoup(page_file.read_text(encoding="utf-8"), "html.parser")
+    soup = _soup(page_file)  # tests/test_book.py's
     return ([str(c) for c in soup.select(CODE_CELLS)],
             [(page_file.parent / link["href"].split("?")[0]).read_bytes()
              for link in soup.select("link[rel=stylesheet]")])
