@@ -28,6 +28,11 @@ notebook as it was. Two differences from nbconvert keep a successful run quiet:
   sends SIGINT first (it interrupts before every shutdown); a kernel still finishing a message
   when the signal lands logs "ERROR | KeyboardInterrupt caught in kernel", although nothing went
   wrong. A kernel that does not exit after the request still gets SIGTERM and then SIGKILL.
+* The kernel's own log (its process's stderr: cells' output travels over IOPub instead) is copied
+  to this script's stderr when the kernel stops, all of it up to the shutdown request, and what
+  it logged while stopping only if it did not exit cleanly. ipykernel 7.4 can log a harmless
+  "ZMQError: Socket operation on non-socket" traceback while it stops (its control thread flushes
+  stdout as its IOPub thread closes; ipython/ipykernel#1518 fixed one path of that race).
 """
 from __future__ import annotations
 
@@ -62,30 +67,51 @@ def explorer_module():
 
 
 class CleanShutdownKernelManager(AsyncKernelManager):
-    """An ``AsyncKernelManager`` on IPC sockets whose ``shutdown_kernel`` sends no SIGINT."""
+    """An ``AsyncKernelManager`` on IPC sockets whose ``shutdown_kernel`` sends no SIGINT and
+    shows the kernel's log, less a clean exit's teardown (see the module docstring)."""
 
     def __init__(self, **kwargs):
-        self._ipc_dir = None
+        # A private folder for the sockets and the kernel's log, named by an absolute path:
+        # jupyter_client's default ("kernel-ipc-N") is relative, so a kernel in another working
+        # directory misses it.
+        self._dir = tempfile.mkdtemp(prefix="nb-kernel-")
+        self._log, self._shown = Path(self._dir, "kernel.log"), 0  # bytes of it shown so far
         if os.name == "posix" and "transport" not in kwargs:
-            # Sockets in a private folder, named by an absolute path: jupyter_client's default
-            # ("kernel-ipc-N") is relative, so a kernel in another working directory misses it.
-            self._ipc_dir = tempfile.mkdtemp(prefix="nb-ipc-")
-            kwargs.update(transport="ipc", ip=os.path.join(self._ipc_dir, "kernel"))
+            kwargs.update(transport="ipc", ip=os.path.join(self._dir, "kernel"))
         super().__init__(**kwargs)
 
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        with open(self._log, "ab") as log:  # appends, whatever this process reads meanwhile
+            kw.setdefault("stderr", log)
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    def show_log(self) -> None:
+        """Copy to stderr what the kernel logged since the last call."""
+        if self._log.exists():
+            with open(self._log, "rb") as log:
+                log.seek(self._shown)
+                text = log.read()
+            self._shown += len(text)
+            sys.stderr.write(text.decode(errors="replace"))
+
     async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+        self.show_log()  # all of it up to the shutdown request
         if now or restart:  # a forced stop or a restart: jupyter_client's own way
             await super().shutdown_kernel(now=now, restart=restart)
             return
         self.shutting_down = True
+        process = getattr(self.provisioner, "process", None)  # a local kernel's Popen
         await self.request_shutdown()  # shutdown_request on the control channel
         await self.finish_shutdown()  # waits; SIGTERM, then SIGKILL, only if it hangs
+        if process is not None and process.returncode == 0 and self._log.exists():
+            self._shown = self._log.stat().st_size  # a clean exit: its teardown is not shown
         await self.cleanup_resources()
 
     async def cleanup_resources(self, restart: bool = False) -> None:
         await super().cleanup_resources(restart=restart)
-        if self._ipc_dir and not restart:
-            shutil.rmtree(self._ipc_dir, ignore_errors=True)
+        if not restart:  # also reached when the kernel died or never started
+            self.show_log()
+            shutil.rmtree(self._dir, ignore_errors=True)
 
 
 def execute(path: Path, timeout: int = 600, cells: list[str] | None = None,
