@@ -228,9 +228,8 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
         cm = causal_mask(nq, nk, queries.device)  # (queries, keys); hides no key from every query
         mask = cm if mask is None else mask & cm
         causal = False
-    if padded and may_be_nonfinite(keys, values):  # zero the keys and values that no query may
-        # see: padding garbage stays out (after the causal mask joins: per-query lengths and
-        # causality together can hide a key from all)
+    if padded:  # zero the keys and values that no query may see: padding garbage stays out (after
+        # the causal mask joins: per-query lengths and causality together can hide a key from all)
         keys, values = zero_unseen(mask, keys, values)
     if not need_weights:
         # Some fused kernels (the CPU's among them) return zeros for a query holding NaN; the
@@ -256,22 +255,8 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
     weights = softmax_with_mask(scores, mask, may_be_empty)  # (..., q, k), float32 for half inputs
     # the values no query sees are zeroed above: only an empty row needs weighted_sum's mask
     out = weighted_sum(F.dropout(weights, dropout_p), values.to(wide),
-                       mask if may_be_empty else None)  # (..., q, d_v)
+                       mask if may_be_empty else None, zero_hidden=False)  # (..., q, d_v)
     return out.to(dtype), weights.to(dtype)
-
-
-def may_be_nonfinite(*xs: torch.Tensor) -> bool:
-    """Whether the keys or values ``xs`` may hold NaN or inf, which :func:`zero_unseen` must then
-    keep out of the positions the mask hides. Finite keys and values need no zeroing: a hidden
-    position's weight is exactly 0, and so is its gradient. On the CPU a sum of each answers
-    (NaN or inf anywhere makes it NaN or inf; a sum that merely overflows costs an unneeded
-    zeroing, no more), in a fraction of the time the zeroing and its backward pass take; on an
-    accelerator the answer is always True, since reading it would make the host wait for the
-    device."""
-    if xs[0].device.type != "cpu":
-        return True
-    with torch.no_grad():
-        return not math.isfinite(sum(x.sum().item() for x in xs))
 
 
 def zero_unseen(mask: torch.Tensor, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -284,14 +269,15 @@ def zero_unseen(mask: torch.Tensor, *xs: torch.Tensor) -> tuple[torch.Tensor, ..
     return tuple(x.masked_fill(unseen, 0.0) for x in xs)  # (..., keys, d) each
 
 
-def weighted_sum(weights: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def weighted_sum(weights: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None, *,
+                 zero_hidden: bool = True) -> torch.Tensor:
     """``weights (..., q, k) @ values (..., k, d_v)`` by the library's rule: a query that sees no
     key gets exactly 0 (not ``0 * NaN`` from a value another query sees), and values no query
-    sees are ignored."""
+    sees are ignored (zeroed here; ``zero_hidden=False``: the caller zeroed them already)."""
     if mask is None:
         return weights @ values  # (..., q, d_v)
     empty = ~mask.any(dim=-1, keepdim=True)  # (..., q, 1): queries with nothing to see
-    if may_be_nonfinite(values):
+    if zero_hidden:
         values = zero_unseen(mask, values)[0]  # (..., k, d_v)
     return (weights @ values).masked_fill(empty, 0.0)  # (..., q, d_v)
 
