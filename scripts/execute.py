@@ -78,6 +78,9 @@ class CleanShutdownKernelManager(AsyncKernelManager):
         self._log, self._shown = Path(self._dir, "kernel.log"), 0  # bytes of it shown so far
         if os.name == "posix" and "transport" not in kwargs:
             kwargs.update(transport="ipc", ip=os.path.join(self._dir, "kernel"))
+        # SIGTERM after 5 s, not jupyter_client's 2.5: on a busy machine a kernel can take
+        # seconds to exit, and a clean exit's teardown is not shown (see show_log's caller)
+        kwargs.setdefault("shutdown_wait_time", 10.0)
         super().__init__(**kwargs)
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:

@@ -138,5 +138,5 @@ def test_execute_hides_a_clean_kernel_exits_teardown_chatter_but_not_a_hung_kern
 
     clean = run("pass")
     assert clean.returncode == 0 and clean.stderr == ""
-    hung = run("time.sleep(60)")  # outlives the shutdown wait: SIGTERM, exit status -15
+    hung = run("time.sleep(60)")  # outlives the shutdown wait (5 s): SIGTERM, exit status -15
     assert hung.returncode == 0 and hung.stderr == "said while stopping\n"
