@@ -159,21 +159,21 @@ def train_preset(name: str, data, device=None, cache: bool = True, pretrained: b
     shipped = pretrained_path(name, data, seed=seed, **overrides)
     shipped_ok = pretrained and shipped.exists()
     made_from = recipe(name, data, seed=seed, **overrides) if shipped_ok else None
-    stale = False  # shipped weights that no longer follow from attnlib's code
+    shipped_stale = False  # shipped weights that no longer follow from attnlib's code
     for saved_path, use in ((shipped, shipped_ok), (path, cache and path.exists())):
         if use:
             try:
                 saved = torch.load(saved_path, map_location=device, weights_only=True)
                 if saved_path == shipped and saved.get("recipe") != made_from:
-                    stale = True  # say, attnlib's model code changed: not loaded
+                    shipped_stale = True  # say, attnlib's model code changed: not loaded
                     continue
-                if stale:
+                if shipped_stale:
                     _warn_stale(shipped, name, seed, "loading the model trained here earlier instead")
                 model.load_state_dict(saved["model"])
                 return model.to(device).eval(), History(**{**saved["history"], "cached": True})
             except Exception:  # an unreadable or stale file: train (again) and overwrite the cache
                 pass
-    if stale:
+    if shipped_stale:
         _warn_stale(shipped, name, seed, "training it instead")
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         history = train_seq2seq(model, data, device=device, progress=False, seed=seed,  # dropout, batches

@@ -88,8 +88,9 @@ def main() -> None:
         else:
             what = (f"wrote fresh weights ({'; '.join(problems) or '--replace'}): "
                     f"re-execute {'chapters 4, 5 and 7' if seed == 0 else 'chapter 5'}")
-        for old in path.parent.glob(f"{name}-*.pt"):  # this preset and seed's files of older recipes
-            if old.stem.split("-")[1:-1] == ([f"seed{seed}"] if seed else []):
+        stem = path.stem.rsplit("-", 1)[0]  # NAME or NAME-seedN, before the recipe's hash
+        for old in path.parent.glob(f"{stem}-*.pt"):  # this preset and seed's files of older recipes
+            if old.stem.rsplit("-", 1)[0] == stem:
                 old.unlink()
         save_trained(model, history, path, recipe(name, data, seed=seed))
         print(f"{name} seed {seed}: {what}; {history.summary()}; {path.name}, "
