@@ -119,12 +119,20 @@ def as_a_command(cwd: Path):
                     handler.close()
 
 
-def exit_code(stop: SystemExit) -> int:
-    """The exit status ``python`` gives a ``SystemExit`` (a message is printed, status 1)."""
-    if stop.code is None or isinstance(stop.code, int):
-        return stop.code or 0
-    print(stop.code, file=sys.stderr)
-    return 1
+def exit_status(main) -> int:
+    """Run ``main()`` as ``python`` runs a program and return its exit status: what it returns
+    (None: 0), a ``SystemExit``'s code (a message is printed, status 1), or 1 with the traceback
+    printed for an uncaught error."""
+    try:
+        return main() or 0
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            return stop.code or 0
+        print(stop.code, file=sys.stderr)
+        return 1
+    except Exception:  # noqa: BLE001 - as python does with an uncaught error: traceback, status 1
+        traceback.print_exc()
+        return 1
 
 
 def nbgrader(cwd: Path, *args: str, check: bool = True) -> str:
@@ -134,21 +142,18 @@ def nbgrader(cwd: Path, *args: str, check: bool = True) -> str:
     from jupyter_core.application import NoStart
     from nbgrader.apps.nbgraderapp import NbGraderApp
 
-    with as_a_command(cwd) as (out, err):
+    def main() -> None:
         app = NbGraderApp.instance()
         try:
             app.initialize(list(args))
             app.start()
-            code = 0
         except NoStart:
-            code = 0
-        except SystemExit as stop:
-            code = exit_code(stop)
-        except Exception:  # noqa: BLE001 - as python does with an uncaught error: traceback, status 1
-            traceback.print_exc()
-            code = 1
+            pass
         finally:
             app.reset()  # the app and its subcommand's singletons and log handlers go
+
+    with as_a_command(cwd) as (out, err):
+        code = exit_status(main)
     said = out.getvalue() + err.getvalue()
     assert not check or code == 0, f"nbgrader {' '.join(args)}: exit status {code}\n{said[-6000:]}"
     return said
@@ -166,13 +171,7 @@ def coursegrader(*args: str) -> str:
     """``python -m coursegrader ARGS`` run in this process (``coursegrader.cli.main``); its
     grading workers, sandboxes and nbgrader commands are still processes of their own."""
     with as_a_command(ROOT) as (out, err):
-        try:
-            code = cli.main(list(args))
-        except SystemExit as stop:
-            code = exit_code(stop)
-        except Exception:  # noqa: BLE001 - as python does with an uncaught error: traceback, status 1
-            traceback.print_exc()
-            code = 1
+        code = exit_status(lambda: cli.main(list(args)))
     said = out.getvalue() + err.getvalue()
     assert code == 0, f"coursegrader {' '.join(args)}: exit status {code}\n{said[-8000:]}"
     return out.getvalue()
