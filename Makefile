@@ -182,6 +182,9 @@ i18n-check: install
 # tied to one kind of CPU fails here, not on a reader's laptop (docs/reproducibility.md). `make test`
 # runs both halves (the notebooks in its one nbval run); this target runs them alone.
 PLAIN_CPU := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
+# PyTorch's AVX2 CPU kernels (on an x86 CPU that has them): those that wrote the shipped weights
+# (make models, docs/reproducibility.md), and one of make reproducibility's three sets.
+AVX2_CPU := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
 .PHONY: test-float-paths
 test-float-paths: install
 	$(PLAIN_CPU) $(BIN)/python -m pytest tests/test_training.py
@@ -193,8 +196,7 @@ test-float-paths: install
 .PHONY: reproducibility
 reproducibility: install
 	$(PLAIN_CPU) $(BIN)/python scripts/reproducibility.py default
-	ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
-	  $(BIN)/python scripts/reproducibility.py avx2
+	$(AVX2_CPU) $(BIN)/python scripts/reproducibility.py avx2
 	$(BIN)/python scripts/reproducibility.py native
 
 # Train every chapter's model (3 seeds) and write results/quality.md and attnlib/quality.json (the
@@ -206,9 +208,8 @@ quality: install
 
 # The weights that ship with attnlib (attnlib/pretrained/): chapters 5 and 7 load the Transformers
 # instead of training them for a minute each on the CPU. Rerun when attnlib changes what training yields.
-# Trained with PyTorch's AVX2 CPU kernels (on an x86 CPU that has them), the kernels that wrote the
-# shipped files (docs/reproducibility.md): on the CPU measured there they retrain them bit for bit.
-AVX2_CPU := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+# Trained with PyTorch's AVX2 CPU kernels (AVX2_CPU), the kernels that wrote the shipped files
+# (docs/reproducibility.md): on the CPU measured there they retrain them bit for bit.
 .PHONY: models
 models: install
 	$(AVX2_CPU) $(BIN)/python scripts/pretrain.py
