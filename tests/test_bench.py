@@ -268,6 +268,9 @@ def test_gpu_goals_read_the_gpu_run():
     assert all(g["met"] for g in met.values()) and set(met) == set(report.GPU_GOALS)
     missed = report.gpu_goals(_gpu_run(1.2, 15.0, 400.0))
     assert not missed["sdpa_overhead"]["met"] and "worst 1.20x" in missed["sdpa_overhead"]["value"]
+    assert not missed["padding_bf16"]["met"]
+    assert missed["padding_bf16"]["value"].endswith("over 1.1x at 1 of 1 points: n=4096 fwd+bwd 1.20x")
+    assert report.gpu_goals(_gpu_run(1.08, 25.0, 600.0))["padding_bf16"]["met"]  # 1.05 < 1.08 <= 1.1
     assert not missed["vs_d2l_4096"]["met"]  # 15 ms against 12 ms: 1.25x
     assert not missed["train_transformer"]["met"] and missed["train_bahdanau"]["met"]
 
