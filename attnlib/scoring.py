@@ -140,8 +140,8 @@ def softmax_with_mask(scores: torch.Tensor, mask: torch.Tensor | None,
         return F.softmax(scores, dim=-1).to(dtype)
     # The dtype's most negative number, not -inf: a fully masked row stays finite
     # (uniform), and multiplying by the mask then zeroes it. In a row that keeps a key,
-    # exp(min - max) is exactly 0 already.
-    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    # exp(min - max) is exactly 0 already. (where, not masked_fill(~mask): one pass, no copy)
+    scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)  # (..., q, k)
     weights = F.softmax(scores, dim=-1)
     return (weights * mask if rows_may_be_empty else weights).to(dtype)
 
@@ -247,7 +247,7 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
         out = F.scaled_dot_product_attention(
             queries, keys, values, attn_mask=mask | empty, dropout_p=dropout_p, scale=scale,
             enable_gqa=enable_gqa)
-        return out.add(total, alpha=0).masked_fill(empty, 0.0), None  # (..., q, d_v)
+        return torch.where(empty, 0.0, out.add(total, alpha=0)), None  # (..., q, d_v)
     dtype = queries.dtype
     wide = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
@@ -263,10 +263,12 @@ def zero_unseen(mask: torch.Tensor, *xs: torch.Tensor) -> tuple[torch.Tensor, ..
     """Zero the key/value positions of ``xs (..., keys, d)`` that ``mask`` (True = attend,
     broadcastable to ``(..., queries, keys)``) hides from every query: padding garbage (NaN, inf)
     would otherwise leak, since a weight of 0 times NaN is NaN."""
-    # (..., keys, 1): True where no query sees the key; a one-row mask needs no any()
+    # True where some query sees the key; a one-row mask needs no any()
     rows = mask if mask.shape[-2] == 1 else mask.any(dim=-2, keepdim=True)  # (..., 1, keys)
-    unseen = ~rows.transpose(-2, -1)  # (..., keys, 1)
-    return tuple(x.masked_fill(unseen, 0.0) for x in xs)  # (..., keys, d) each
+    seen = rows.transpose(-2, -1)  # (..., keys, 1)
+    # where, not masked_fill(~seen): no negation, and one pass writing the result (an out-of-place
+    # masked_fill copies first, then fills)
+    return tuple(torch.where(seen, x, 0.0) for x in xs)  # (..., keys, d) each
 
 
 def weighted_sum(weights: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None, *,
@@ -279,7 +281,7 @@ def weighted_sum(weights: torch.Tensor, values: torch.Tensor, mask: torch.Tensor
     empty = ~mask.any(dim=-1, keepdim=True)  # (..., q, 1): queries with nothing to see
     if zero_hidden:
         values = zero_unseen(mask, values)[0]  # (..., k, d_v)
-    return (weights @ values).masked_fill(empty, 0.0)  # (..., q, d_v)
+    return torch.where(empty, 0.0, weights @ values)  # (..., q, d_v)
 
 
 class _ScoredAttention(AttentionModule):

@@ -44,7 +44,7 @@ def test_guard_for_empty_rows_is_paid_only_when_a_row_can_be_empty():
     mha, X, _, _ = _setup("padding")
     full = _count(lambda: mha(X, X, X, torch.tensor([16, 8])))
     empty = _count(lambda: mha(X, X, X, torch.tensor([16, 0])))
-    assert len(empty) > len(full) and "masked_fill" in empty
+    assert len(empty) > len(full) and "any" in empty and "any" not in full  # the guard's mask.any
     for record in (False, True):
         with torch.no_grad(), A.record_attention(mha) if record else nullcontext():
             out = mha(X, X, X, torch.tensor([16, 0]))
