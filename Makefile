@@ -120,15 +120,18 @@ format: install
 
 # Like `jupyter nbconvert --execute --inplace`, without the kernels' shutdown and TCP noise
 # (scripts/execute.py says why). One chapter: make execute NB=notebooks/04_bahdanau_attention.ipynb
+# With PyTorch's AVX2 CPU kernels (AVX2_CPU), those of the committed outputs: a chapter that trains
+# a model then trains the same one again (with a CPU's own AVX-512 kernels chapter 4's explorer
+# states came out up to 0.045 apart).
 NB ?=
 execute: install
-	$(BIN)/python scripts/execute.py $(NB)
+	$(AVX2_CPU) $(BIN)/python scripts/execute.py $(NB)
 
 # Every state of every chapter widget made with attnlib.explorer.explorable, drawn by the kernel
 # into book/explorers/ (the website's data; docs/book.md). tests/test_explorer.py names the
 # chapters whose states are stale. One chapter: make explorers NB=notebooks/02_attention_pooling.ipynb
 explorers: install
-	$(BIN)/python scripts/execute.py --explorers $(NB)
+	$(AVX2_CPU) $(BIN)/python scripts/execute.py --explorers $(NB)
 
 # Everything, once (docs/testing.md): lint; the unit tests; every chapter and assignment source
 # under nbval, executed once, in the kernel scripts/kernels.py writes (attnlib from its wheel, the
