@@ -120,9 +120,9 @@ format: install
 
 # Like `jupyter nbconvert --execute --inplace`, without the kernels' shutdown and TCP noise
 # (scripts/execute.py says why). One chapter: make execute NB=notebooks/04_bahdanau_attention.ipynb
-# With PyTorch's AVX2 CPU kernels (AVX2_CPU), those of the committed outputs: a chapter that trains
-# a model then trains the same one again (with a CPU's own AVX-512 kernels chapter 4's explorer
-# states came out up to 0.045 apart).
+# With PyTorch's AVX2 CPU kernels (AVX2_CPU), those that trained the shipped weights and drew chapter
+# 4's committed explorer states: a chapter that trains a model then trains the same one again (with a
+# CPU's own AVX-512 kernels chapter 4's explorer states came out up to 0.045 apart).
 NB ?=
 execute: install
 	$(AVX2_CPU) $(BIN)/python scripts/execute.py $(NB)
