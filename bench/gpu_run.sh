@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The check on a lent GPU machine, in one command (the device tool of this workplace; see
-# docs/bench.md): the test suite on CUDA, chapters 5, 7 and 9, and the GPU benchmark, each
-# within a time limit so that one slow part leaves the others their results. From the repository
+# docs/bench.md): the kernels one forward launches, the test suite on CUDA, chapters 5, 7 and 9,
+# and the GPU benchmark, each within a time limit so that one slow part leaves the others their
+# results. From the repository
 # root there, with the wheels of ../shared/gpu/wheels.sh carried in .gpu/:
 #   bash bench/gpu_run.sh            (OUT: the folder whose files come back; END_S: seconds in all)
 # Back here: python -m bench --merge-gpu RUN_DIR  (RUN_DIR: the bench/ folder that came back, with
@@ -13,6 +14,8 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 mkdir -p "$OUT/bench"
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  echo "== kernels of one forward (bench/gpu_kernels.py)"
+  MPLBACKEND=Agg timeout 90 python3 -m bench.gpu_kernels
   echo "== tests"; T0=$SECONDS
   # left out: what needs Chromium, nbgrader, bubblewrap or polib (the Chinese catalogues), none of
   # them on that machine. -v names each test as it ends, so a run cut off by its limit still says

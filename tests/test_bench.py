@@ -365,3 +365,17 @@ def test_keep_rest_takes_the_parts_not_run_from_the_earlier_run(tmp_path):
     assert set(now["kept"]) == {"training", "notebooks"}
     text = report.write(now, tmp_path)[1].read_text()
     assert "training from 2026-01-01 00:00 UTC" in text and "notebooks from 2026-01-01" in text
+
+
+def test_gpu_kernels_names_what_attnlib_launches_beyond_raw_sdpa(capsys):
+    """bench.gpu_kernels (run first on a lent GPU) works here too, counting aten operations: a
+    broken script would cost the GPU run its first minute and its table."""
+    from bench import gpu_kernels
+
+    rows = gpu_kernels.rows([8], CPU, torch.float32, batch=2, hidden=16, heads=2)
+    assert {(r["mask"], r["candidate"]) for r in rows} == {
+        (m, c) for m in attention.MASKS for c in gpu_kernels.SHOWN}
+    padded = next(r for r in rows if r["mask"] == "padding" and r["candidate"] == "attnlib")
+    assert padded["extra"]["where"] == 2 and padded["kernels"] > 0  # the hidden keys and values
+    assert gpu_kernels.main([]) == 0
+    assert "attnlib beyond raw SDPA: " in capsys.readouterr().out
