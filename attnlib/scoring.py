@@ -140,7 +140,7 @@ def softmax_with_mask(scores: torch.Tensor, mask: torch.Tensor | None,
         return F.softmax(scores, dim=-1).to(dtype)
     # The dtype's most negative number, not -inf: a fully masked row stays finite
     # (uniform), and multiplying by the mask then zeroes it. In a row that keeps a key,
-    # exp(min - max) is exactly 0 already. (where, not masked_fill(~mask): one pass, no copy)
+    # exp(min - max) is exactly 0 already.
     scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)  # (..., q, k)
     weights = F.softmax(scores, dim=-1)
     return (weights * mask if rows_may_be_empty else weights).to(dtype)
@@ -266,8 +266,7 @@ def zero_unseen(mask: torch.Tensor, *xs: torch.Tensor) -> tuple[torch.Tensor, ..
     # True where some query sees the key; a one-row mask needs no any()
     rows = mask if mask.shape[-2] == 1 else mask.any(dim=-2, keepdim=True)  # (..., 1, keys)
     seen = rows.transpose(-2, -1)  # (..., keys, 1)
-    # where, not masked_fill(~seen): no negation, and one pass writing the result (an out-of-place
-    # masked_fill copies first, then fills)
+    # torch.where writes the result in one pass (an out-of-place masked_fill copies, then fills)
     return tuple(torch.where(seen, x, 0.0) for x in xs)  # (..., keys, d) each
 
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 import argparse
 import collections
 import os
-import statistics
 import time
 
 import torch
 
 from .attention import MASKS, NN_MHA, module_candidates
-from .common import count_ops, sync
+from .common import count_ops, interleaved, sync
 
 SHOWN = ("sdpa", "attnlib", NN_MHA)
 
@@ -42,26 +41,21 @@ def device_kernels(fn, device: torch.device) -> list[str]:
     return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
 
 
-def forward_ms(fn, device: torch.device, calls: int = 50) -> tuple[float, float]:
-    """Median ms of one forward synchronised after each call, and mean ms of ``calls`` forwards
-    back to back (one synchronisation at the end)."""
+def forward_ms(fns: dict, device: torch.device, calls: int = 50) -> dict[str, tuple[float, float]]:
+    """Per candidate of ``fns``: the median ms of one forward synchronised after each call
+    (:func:`bench.common.interleaved`, the candidates taking turns), and the mean ms of ``calls``
+    forwards back to back, one synchronisation at the end (the launches overlap the GPU's work)."""
+    out = {}
     with torch.no_grad():
-        for _ in range(5):
-            fn()
-        synced = []
-        for _ in range(calls):
+        synced = interleaved(fns, device, max_repeats=calls, min_repeats=calls, warmup=5)
+        for name, fn in fns.items():
             sync(device)
             t0 = time.perf_counter()
-            fn()
+            for _ in range(calls):
+                fn()
             sync(device)
-            synced.append(time.perf_counter() - t0)
-        sync(device)
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync(device)
-        together = (time.perf_counter() - t0) / calls
-    return 1e3 * statistics.median(synced), 1e3 * together
+            out[name] = (1e3 * synced[name]["median_s"], 1e3 * (time.perf_counter() - t0) / calls)
+    return out
 
 
 def rows(sizes, device: torch.device, dtype: torch.dtype, batch: int, hidden: int, heads: int):
@@ -73,8 +67,9 @@ def rows(sizes, device: torch.device, dtype: torch.dtype, batch: int, hidden: in
             fns, _, _ = module_candidates(batch, hidden, heads, n, mask, device, dtype=dtype)
             names = {c: device_kernels(fns[c], device) for c in SHOWN}
             extra = collections.Counter(names["attnlib"]) - collections.Counter(names["sdpa"])
+            times = forward_ms({c: fns[c] for c in SHOWN}, device)
             for c in SHOWN:
-                synced, together = forward_ms(fns[c], device)
+                synced, together = times[c]
                 out.append({"n": n, "mask": mask, "candidate": c, "kernels": len(names[c]),
                             "synced_ms": synced, "back_to_back_ms": together,
                             "extra": dict(extra) if c == "attnlib" else None})

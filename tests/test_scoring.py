@@ -212,8 +212,7 @@ def test_garbage_in_masked_keys_and_values_never_leaks(dtype, garbage):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
-@pytest.mark.parametrize("need_weights", [False, True])
-def test_huge_finite_padding_whose_sum_cancels_never_leaks(need_weights, dtype):
+def test_huge_finite_padding_whose_sum_cancels_never_leaks(dtype):
     """Hidden keys and values of +-max/4: finite (their sum even 0), yet a product with them
     overflows (a score, or a value times the gradient): zeroed, they leave the output and the
     gradients finite, and the two paths agree."""
