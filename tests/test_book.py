@@ -1209,3 +1209,37 @@ def test_back_after_moving_a_control_shows_what_the_controls_say(site, browser):
         assert page.locator(".explorer").first.get_attribute("data-state") == state
     finally:
         context.close()
+
+
+TOP_BLOCK = """() => {
+  const line = Math.max(0, ...[...document.querySelectorAll('.bd-header, .bd-header-article')]
+    .filter((e) => ['sticky', 'fixed'].includes(getComputedStyle(e).position)).map((e) => e.offsetHeight)) + 1;
+  const box = document.querySelector('article.bd-article').getBoundingClientRect();
+  const hit = document.elementFromPoint(box.left + box.width / 4, line + 8);
+  const block = hit && hit.closest('article.bd-article section[id] > *:not(section)');
+  return block && [block.parentElement.id, [...block.parentElement.children].indexOf(block),
+                   Math.round(line - block.getBoundingClientRect().top)];
+}"""
+
+
+@pytest.mark.parametrize("lang", ["", "zh/"], ids=["en", "zh"])
+def test_back_returns_to_the_paragraph_the_reader_left(site, browser, lang):
+    """From disk (no back-forward cache), on a phone, deep in chapter 7: Back shows the block the
+    reader left at the same place under the header. The browser's own pixel offset landed
+    thousands of pixels off, the sections far from the screen taking estimated heights."""
+    context = browser.new_context(viewport=PHONE)
+    try:
+        page = context.new_page()
+        page.goto((site / f"{lang}notebooks/07_transformer.html").as_uri(), wait_until="load")
+        page.evaluate("document.querySelector('#attention-on-real-sentences-after-a-short-run').scrollIntoView()")
+        page.evaluate("window.scrollBy(0, 600)")
+        page.wait_for_timeout(1500)
+        left = page.evaluate(TOP_BLOCK)
+        assert left and left[0] != "the-transformer"  # deep in the chapter, not at its top
+        page.goto((site / f"{lang}notebooks/09_attention_at_scale.html").as_uri(), wait_until="load")
+        page.go_back(wait_until="load")
+        page.wait_for_timeout(4500)  # the page puts the block back for 4 s as the page settles
+        back = page.evaluate(TOP_BLOCK)
+        assert back[:2] == left[:2] and abs(back[2] - left[2]) <= 2, (left, back)
+    finally:
+        context.close()
