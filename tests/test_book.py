@@ -1213,7 +1213,8 @@ def test_back_after_moving_a_control_shows_what_the_controls_say(site, browser):
 
 TOP_BLOCK = """() => {
   const line = Math.max(0, ...[...document.querySelectorAll('.bd-header, .bd-header-article')]
-    .filter((e) => ['sticky', 'fixed'].includes(getComputedStyle(e).position)).map((e) => e.offsetHeight)) + 1;
+    .filter((e) => ['sticky', 'fixed'].includes(getComputedStyle(e).position))
+    .map((e) => e.offsetHeight)) + 1;
   const box = document.querySelector('article.bd-article').getBoundingClientRect();
   const hit = document.elementFromPoint(box.left + box.width / 4, line + 8);
   const block = hit && hit.closest('article.bd-article section[id] > *:not(section)');
