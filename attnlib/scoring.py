@@ -232,22 +232,16 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
         # the causal mask joins: per-query lengths and causality together can hide a key from all)
         keys, values = zero_unseen(mask, keys, values)
     if not need_weights:
-        # Some fused kernels (the CPU's among them) return zeros for a query holding NaN; the
-        # rule is NaN, as on the weights path: out + 0 * sum(query) costs O(q d) and turns such
-        # a row into NaN (0 * inf is NaN too); add's alpha does the multiplication. Its gradient
-        # is 0, so autograd need not follow it.
-        with torch.no_grad():
-            total = queries.sum(dim=-1, keepdim=True)  # (..., q, 1): finite, or NaN/inf
         if not may_be_empty:
             out = F.scaled_dot_product_attention(
                 queries, keys, values, attn_mask=mask, dropout_p=dropout_p, is_causal=causal,
                 scale=scale, enable_gqa=enable_gqa)
-            return out.add(total, alpha=0), None  # (..., q, d_v)
+            return nan_where_queries_are(out, queries), None  # (..., q, d_v)
         empty = ~mask.any(dim=-1, keepdim=True)  # (..., q, 1): rows with nothing to see
         out = F.scaled_dot_product_attention(
             queries, keys, values, attn_mask=mask | empty, dropout_p=dropout_p, scale=scale,
             enable_gqa=enable_gqa)
-        return torch.where(empty, 0.0, out.add(total, alpha=0)), None  # (..., q, d_v)
+        return torch.where(empty, 0.0, nan_where_queries_are(out, queries)), None  # (..., q, d_v)
     dtype = queries.dtype
     wide = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
     scale = 1.0 / math.sqrt(queries.shape[-1]) if scale is None else scale
@@ -257,6 +251,19 @@ def scaled_dot_product(queries, keys, values, mask=None, causal=False, dropout_p
     out = weighted_sum(F.dropout(weights, dropout_p), values.to(wide),
                        mask if may_be_empty else None, zero_hidden=False)  # (..., q, d_v)
     return out.to(dtype), weights.to(dtype)
+
+
+def nan_where_queries_are(out: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+    """``out (..., q, d_v)`` with NaN in the rows whose query ``(..., q, d)`` holds NaN or inf.
+
+    The rule is NaN, as on the weights path, but some fused kernels (the CPU's among them)
+    return zeros for such a query, or not, depending on the mask and the CPU. ``out + 0 *
+    sum(query)`` costs O(q d) and turns exactly those rows into NaN (0 * inf is NaN too);
+    add's ``alpha`` does the multiplication. Its gradient is 0, so autograd need not follow
+    the sum."""
+    with torch.no_grad():
+        total = queries.sum(dim=-1, keepdim=True)  # (..., q, 1): finite, or NaN/inf
+    return out.add(total, alpha=0)  # (..., q, d_v)
 
 
 def zero_unseen(mask: torch.Tensor, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
