@@ -12,7 +12,7 @@ sizes, no notebooks). The parts, each a module with a ``run(...)`` function:
 :mod:`.limit`       achieved GFLOP/s of the attention core against a large matmul
 ==================  ==============================================================
 
-Candidates are measured alternately in one loop (round-robin, the order rotated
-every round), so that load from other processes hits all of them alike and the
+Candidates are measured alternately in one loop (one call each per round, in an order
+shuffled every round), so that load from other processes hits all of them alike and the
 ratios stay fair even when absolute times are noisy.
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -22,13 +23,12 @@ def sync(device: torch.device) -> None:
 def interleaved(fns: dict[str, Callable[[], object]], device: torch.device, *,
                 max_repeats: int = 15, min_repeats: int = 3, budget_s: float = 4.0,
                 warmup: int = 1) -> dict[str, dict]:
-    """Time every function of ``fns`` round-robin; return ``{name: {median_s, times_s}}``.
+    """Time every function of ``fns`` in turns; return ``{name: {median_s, times_s}}``.
 
-    Each round calls every candidate once, in an order rotated by one each round,
-    so a burst of load from another process slows all of them alike. The number of
-    rounds is chosen from the warm-up so that the whole measurement takes about
-    ``budget_s`` (between ``min_repeats`` and ``max_repeats`` rounds); without warm-up
-    it is ``min_repeats``.
+    Each round calls every candidate once, in the order :func:`turn_orders` gives, so a
+    burst of load from another process slows all of them alike. The number of rounds is
+    chosen from the warm-up so that the whole measurement takes about ``budget_s`` (between
+    ``min_repeats`` and ``max_repeats`` rounds); without warm-up it is ``min_repeats``.
     """
     names = list(fns)
     start = time.perf_counter()
@@ -42,9 +42,8 @@ def interleaved(fns: dict[str, Callable[[], object]], device: torch.device, *,
     else:  # nothing to estimate from: the minimum
         rounds = min_repeats
     times: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(rounds):
-        for i in range(len(names)):
-            name = names[(i + r) % len(names)]
+    for order in turn_orders(names, rounds):
+        for name in order:
             sync(device)
             t0 = time.perf_counter()
             fns[name]()
@@ -52,6 +51,16 @@ def interleaved(fns: dict[str, Callable[[], object]], device: torch.device, *,
             times[name].append(time.perf_counter() - t0)
     return {name: {"median_s": statistics.median(ts), "min_s": min(ts), "times_s": ts}
             for name, ts in times.items()}
+
+
+def turn_orders(names: list[str], rounds: int, seed: int = 0) -> list[list[str]]:
+    """The order of the candidates ``names`` in each of ``rounds`` rounds: shuffled anew each
+    round (seeded, so a run can be repeated). Rotating one fixed order would put every candidate
+    after the same other one every time, and at small sizes the one before leaves caches and
+    the memory allocator in a state that slows or speeds the next by a few percent (measured:
+    up to 4 % at n = 16, one CPU thread), the same way in every round."""
+    rng = random.Random(seed)
+    return [rng.sample(names, len(names)) for _ in range(rounds)]
 
 
 def paired_ratio(res: dict[str, dict], name: str, base: str) -> float:

@@ -283,8 +283,9 @@ def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
         ["OMP_WAIT_POLICY", results.get("omp_wait_policy")],
         ["GPU", m.get("gpu") or "none (CUDA not available: GPU tables not measured)"],
     ]))
+    order = results.get("turn_order", "rotated")  # runs before 2026-11-29 rotated one order
     text.append("\nThe machine is shared with other processes, so absolute times are noisy. "
-                "Candidates are timed alternately in one loop (the order rotated every round); "
+                f"Candidates are timed alternately in one loop (the order {order} every round); "
                 "a ratio is the median over rounds of the two times measured in the same round. "
                 "Times are medians.\n")
     for device, res in results.get("devices", {}).items():

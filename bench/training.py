@@ -7,7 +7,7 @@
   loss: mean square of the outputs, so only the encoders differ);
 * the Bahdanau model's tokens/s (d2l has no Bahdanau decoder to compare with).
 
-The models take turns step by step on the same batch (order rotated every step).
+The models take turns step by step on the same batch (in an order shuffled every step).
 A step is forward, loss, backward, clipping and an optimiser step; tokens/s counts the
 real (non-padding) target tokens, source tokens for the encoders. Training runs on one
 CPU thread, as :func:`attnlib.training.train_seq2seq` does by default.
@@ -24,7 +24,7 @@ import attnlib
 from attnlib.presets import DATA_DEFAULTS, TRANSFORMER_DEFAULTS, build_model
 from attnlib.training import masked_ce_loss, torch_threads, trim_batch
 
-from .common import sync
+from .common import sync, turn_orders
 
 
 class TorchTransformer(nn.Module):
@@ -108,9 +108,8 @@ def race(steps: dict, batches: list, device, warmup: int = 3) -> dict:
     names = list(steps)
     times = {n: [] for n in names}
     tokens = {n: 0 for n in names}
-    for i, batch in enumerate(batches):
-        for j in range(len(names)):
-            name = names[(i + j) % len(names)]
+    for i, (batch, order) in enumerate(zip(batches, turn_orders(names, len(batches)), strict=True)):
+        for name in order:
             sync(device)
             t0 = time.perf_counter()
             ntok = steps[name](batch)

@@ -3,6 +3,7 @@
 Nothing here asserts a time: only that every candidate runs, agrees with the baseline,
 and that the results are written and judged as documented.
 """
+import itertools
 import json
 import os
 import shutil
@@ -94,6 +95,23 @@ def test_interleaved_and_paired_ratio():
     assert common.paired_ratio(res, "b", "a") > 1.0
     once = common.interleaved({"a": lambda: None}, CPU, warmup=0, min_repeats=2, max_repeats=9)
     assert len(once["a"]["times_s"]) == 2  # no warm-up to estimate from: the minimum
+
+
+def test_turn_orders_let_every_candidate_follow_every_other():
+    """A fixed order rotated every round puts each candidate after the same other one every time
+    (its caches and allocator state then bias one ratio the same way in every round); the
+    shuffled orders give each candidate every predecessor, and repeat with the seed."""
+    names = ["a", "b", "c", "d"]
+    orders = common.turn_orders(names, 60)
+    assert all(sorted(o) == names for o in orders)
+    calls = [name for order in orders for name in order]
+    before = {n: {p for p, c in itertools.pairwise(calls) if c == n} for n in names}
+    assert all(before[n] >= set(names) - {n} for n in names)  # itself too, across rounds
+    assert orders == common.turn_orders(names, 60) != common.turn_orders(names, 60, seed=1)
+    seen = []
+    common.interleaved({n: (lambda n=n: seen.append(n)) for n in names}, CPU, warmup=0,
+                       min_repeats=3)
+    assert [seen[i:i + 4] for i in (0, 4, 8)] == common.turn_orders(names, 3)
 
 
 def test_limit_and_matmul_peak():
@@ -221,6 +239,9 @@ def test_write_json_and_markdown(tmp_path):
                    "| 16 | padding | 1 ms | 1.040x | 1.100x | 0.945x | 1.200x |",
                    "| padding | 28 | 28 |"):
         assert needle in text
+    assert "(the order rotated every round)" in text  # a run from before the shuffled turns
+    shuffled = report.markdown({**results, "turn_order": "shuffled"})
+    assert "(the order shuffled every round)" in shuffled
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -379,3 +400,4 @@ def test_gpu_kernels_names_what_attnlib_launches_beyond_raw_sdpa(capsys):
     assert padded["extra"]["where"] == 2 and padded["kernels"] > 0  # the hidden keys and values
     assert gpu_kernels.main([]) == 0
     assert "attnlib beyond raw SDPA: " in capsys.readouterr().out
+
