@@ -401,3 +401,23 @@ def test_gpu_kernels_names_what_attnlib_launches_beyond_raw_sdpa(capsys):
     assert gpu_kernels.main([]) == 0
     assert "attnlib beyond raw SDPA: " in capsys.readouterr().out
 
+
+def test_contract_cost_switches_off_each_rule_for_its_candidate_only(capsys):
+    """bench.contract_cost: each 'without' candidate really skips its rule (fewer operations: the
+    two where of the zeroing, the sum and add of the NaN-query rule), the others keep it, every
+    output agrees here (no NaN in the inputs), and the library is whole again afterwards."""
+    from attnlib import scoring
+    from bench import contract_cost
+    kept = (scoring.zero_unseen, scoring.nan_where_queries_are)
+    rows = contract_cost.rows([8], ["padding", "none"], budget_s=0.0, hidden=16, heads=2)
+    ops = {(r["mask"], r["candidate"]): r["ops"] for r in rows}
+    assert all(r["agrees"] for r in rows)
+    for mask in ("padding", "none"):
+        full = ops[mask, "attnlib"]
+        assert ops[mask, "attnlib without NaN queries"] == full - 2  # sum, add
+        assert ops[mask, "attnlib without both"] == ops[mask, "attnlib without zeroing"] - 2
+    assert ops["padding", "attnlib without zeroing"] <= ops["padding", "attnlib"] - 2  # where x 2
+    assert ops["none", "attnlib without zeroing"] == ops["none", "attnlib"]  # no mask, no zeroing
+    assert (scoring.zero_unseen, scoring.nan_where_queries_are) == kept
+    assert contract_cost.main(["--sizes", "8", "--masks", "none", "--budget", "0"]) == 0
+    assert "attnlib without both" in capsys.readouterr().out
