@@ -87,8 +87,7 @@ def main(argv=None) -> int:
         print("importing d2l ...", flush=True)
         d2l = attention.load_d2l()
     results = {"machine": machine_info(devices[0]), "quick": args.quick, "command": command,
-               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "turn_order": "shuffled",
-               "devices": {}}
+               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "devices": {}}
     if args.gpu_only and len(devices) == 1:
         parser.error("--gpu-only needs CUDA, and torch.cuda.is_available() is False here")
     out.mkdir(parents=True, exist_ok=True)

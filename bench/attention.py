@@ -35,7 +35,7 @@ from torch import nn
 
 import attnlib
 
-from .common import count_ops, interleaved, kernels_used, paired_ratio, peak_bytes
+from .common import TURN_ORDER, count_ops, interleaved, kernels_used, paired_ratio, peak_bytes
 
 MASKS = ("none", "padding", "causal")
 NN_MHA = "nn.MHA need_weights=False"  # PyTorch's module on its fused path
@@ -419,7 +419,8 @@ def _run(device, quick, d2l, log, memory_limit_gib, sizes, threads) -> dict:
                 "core_sizes": [p[0] for p in core_plan],
                 "module_sizes": [p[0] for p in module_plan], "masks": list(MASKS),
                 "padding": "sequence 0 full length, sequence 1 half masked",
-                "d2l": d2l is not None, "budget_s": budget, "max_rounds": rounds}
+                "d2l": d2l is not None, "budget_s": budget, "max_rounds": rounds,
+                "turn_order": TURN_ORDER}
     log(f"attention core on {device}")
     core = run_table("core", core_plan, device, batch=batch, num_hiddens=num_hiddens,
                      heads=heads, budget_s=budget, max_repeats=rounds, skip=skip, log=log)

@@ -53,14 +53,36 @@ def interleaved(fns: dict[str, Callable[[], object]], device: torch.device, *,
             for name, ts in times.items()}
 
 
+#: how :func:`turn_orders` orders the candidates; each part's results record it (runs before
+#: 2026-11-30 rotated one order, recorded as nothing)
+TURN_ORDER = "balanced"
+
+
 def turn_orders(names: list[str], rounds: int, seed: int = 0) -> list[list[str]]:
-    """The order of the candidates ``names`` in each of ``rounds`` rounds: shuffled anew each
-    round (seeded, so a run can be repeated). Rotating one fixed order would put every candidate
-    after the same other one every time, and at small sizes the one before leaves caches and
-    the memory allocator in a state that slows or speeds the next by a few percent (measured:
-    up to 4 % at n = 16, one CPU thread), the same way in every round."""
-    rng = random.Random(seed)
-    return [rng.sample(names, len(names)) for _ in range(rounds)]
+    """The order of the candidates ``names`` in each of ``rounds`` rounds: a Williams design
+    (Williams, 1949), in which, over every ``k = len(names)`` rounds (``2 k`` when ``k`` is odd),
+    each candidate comes first equally often and right after each other candidate equally often.
+    Which candidate takes which place in the design is drawn at random (``seed``).
+
+    Why it matters: at small sizes the call before leaves the caches and the memory allocator in
+    a state that slows or speeds the next call by a few percent. Rotating one fixed order puts
+    every candidate after the same other one in almost every round, so that effect biases a
+    ratio the same way round after round instead of averaging out (measured here once: two
+    identical attnlib candidates, no mask, n = 16, one thread, came out 1.080x and 1.037x of raw
+    SDPA rotated). A random order each round averages it out only on average."""
+    k = len(names)
+    first, low, high = [0], 1, k - 1  # the design's first row: 0, 1, k-1, 2, k-2, ...
+    while len(first) < k:
+        first.append(low)
+        low += 1
+        if len(first) < k:
+            first.append(high)
+            high -= 1
+    design = [[(x + i) % k for x in first] for i in range(k)]  # each row shifted by one
+    if k % 2:  # an odd k needs the mirrored rows too
+        design += [row[::-1] for row in design]
+    places = random.Random(seed).sample(names, k)
+    return [[places[x] for x in design[r % len(design)]] for r in range(rounds)]
 
 
 def paired_ratio(res: dict[str, dict], name: str, base: str) -> float:

@@ -1,6 +1,6 @@
 """What two rules of attnlib's masking contract cost: MultiHeadAttention timed with and without them.
 
-    python -m bench.contract_cost [--sizes 16,64,256] [--masks padding,none] [--budget 3]
+    python -m bench.contract_cost [--sizes 16,64,256] [--masks padding,none] [--budget 3] [--repeat 3]
 
 :func:`attnlib.scaled_dot_product` keeps two promises that neither raw SDPA nor
 ``nn.MultiheadAttention`` makes, and both cost operations on every call:
@@ -16,13 +16,19 @@
 Each candidate switches off its rules for its own calls only, by swapping the function for one
 that does nothing, while the candidates take turns on the same weights, as in the module table of
 ``make bench`` (self-attention, batch 2, 4 heads of 64, fwd+bwd, one thread; each ratio the median
-over rounds of two times measured in the same round). Every attnlib candidate pays the same
-swapping. The inputs hold no NaN, so every candidate's output agrees with attnlib's; the table
-says so, and counts the aten operations one forward dispatches.
+over rounds of two times measured in the same round). Every attnlib candidate pays about the same
+swapping (under a microsecond). The inputs hold no NaN, so every candidate's output agrees with
+attnlib's; the table says so, and counts the aten operations one forward dispatches.
+
+Small differences are noise: without a mask nothing is zeroed, so "attnlib without zeroing" runs
+the same code as "attnlib" there, and the gap between those two rows is the noise of the
+measurement. ``--repeat`` measures everything that many times and gives each ratio's median and
+range over the repeats.
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 
 import torch
 
@@ -30,10 +36,11 @@ from attnlib import scoring
 from attnlib.training import torch_threads
 
 from .attention import MASKS, NN_MHA, _forward_backward, module_candidates
-from .common import count_ops, interleaved, paired_ratio
+from .common import count_ops, interleaved, machine_info, paired_ratio
 
 CPU = torch.device("cpu")
-#: rule -> (the function of attnlib.scoring that keeps it, a stand-in that does nothing)
+#: rule -> (the function of attnlib.scoring that keeps it, a stand-in that does nothing); the
+#: swap works because scaled_dot_product looks these names up in attnlib.scoring at each call
 RULES = {
     "zeroing": ("zero_unseen", lambda mask, *xs: xs),
     "NaN queries": ("nan_where_queries_are", lambda out, queries: out),
@@ -78,19 +85,32 @@ def rows(sizes, masks, budget_s: float = 3.0, batch: int = 2, hidden: int = 256,
                 res = interleaved({c: _forward_backward(f, params) for c, f in cands.items()}, CPU,
                                   budget_s=budget_s, max_repeats=200, warmup=1)
                 out += [{"n": n, "mask": mask, "candidate": c, "ops": ops[c], "agrees": agrees[c],
-                         "median_ms": 1e3 * res[c]["median_s"],
+                         "median_ms": 1e3 * res[c]["median_s"], "rounds": len(res[c]["times_s"]),
                          "ratio_to_sdpa": paired_ratio(res, c, "sdpa"),
                          "ratio_to_nn_mha": paired_ratio(res, c, NN_MHA)} for c in cands]
     return out
 
 
-def table(rows_: list[dict]) -> str:
-    """The rows as a markdown table."""
-    lines = ["| n | mask | candidate | fwd+bwd ms | / raw SDPA | / nn.MHA | aten ops (fwd) | agrees |",
-             "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['n']} | {r['mask']} | {r['candidate']} | {r['median_ms']:.3g} | "
-              f"{r['ratio_to_sdpa']:.3f}x | {r['ratio_to_nn_mha']:.3f}x | {r['ops']} | "
-              f"{'yes' if r['agrees'] else 'NO'} |" for r in rows_]
+def table(runs: list[list[dict]]) -> str:
+    """Markdown: per (n, mask, candidate) the median over ``runs`` (each a list of :func:`rows`)
+    of each ratio, with its range when there are several runs."""
+    def cell(values, fmt="{:.3f}x"):
+        text = fmt.format(statistics.median(values))
+        if len(values) == 1:
+            return text
+        return f"{text} ({fmt.format(min(values))} .. {fmt.format(max(values))})"
+
+    lines = ["| n | mask | candidate | fwd+bwd ms | / raw SDPA | / nn.MHA | rounds | aten ops (fwd) "
+             "| agrees |", "|---|---|---|---|---|---|---|---|---|"]
+    for i, r in enumerate(runs[0]):
+        same = [run[i] for run in runs]  # this (n, mask, candidate) in every run
+        lines.append(
+            f"| {r['n']} | {r['mask']} | {r['candidate']} | "
+            f"{statistics.median(x['median_ms'] for x in same):.3g} | "
+            f"{cell([x['ratio_to_sdpa'] for x in same])} | "
+            f"{cell([x['ratio_to_nn_mha'] for x in same])} | "
+            f"{'/'.join(str(x['rounds']) for x in same)} | {r['ops']} | "
+            f"{'yes' if all(x['agrees'] for x in same) else 'NO'} |")
     return "\n".join(lines)
 
 
@@ -100,11 +120,18 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", default="16,64,256")
     parser.add_argument("--masks", default="padding,none")
     parser.add_argument("--budget", type=float, default=3.0, help="seconds per (n, mask)")
+    parser.add_argument("--repeat", type=int, default=3, help="whole measurements to take")
     args = parser.parse_args(argv)
     masks = args.masks.split(",")
     if not set(masks) <= set(MASKS):
         parser.error(f"--masks takes {', '.join(MASKS)}, got {args.masks}")
-    print(table(rows([int(s) for s in args.sizes.split(",")], masks, args.budget)))
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    m = machine_info(CPU)
+    print(f"{m['date_utc']}, commit {m['commit']}, torch {m['torch']}, {m['cpu']}, load average "
+          f"{m['load_average']}; one thread, {args.repeat} run(s), median (range) of each ratio\n")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(table([rows(sizes, masks, args.budget) for _ in range(args.repeat)]))
     return 0
 
 

@@ -214,7 +214,8 @@ def _side_by_side(att: dict) -> str:
     threads = att["settings"].get("threads")
     text = ["\n### attnlib, raw SDPA and nn.MultiheadAttention side by side\n\nfwd+bwd"
             + (f", {threads} torch thread{'s' if threads != 1 else ''}" if threads else "")
-            + ", the three taking turns in one loop on the same weights; each ratio is the median "
+            + ", taking turns with the table's other candidates in one loop on the same weights; "
+            "each ratio is the median "
             "over rounds of the two times measured in the same round. `weights / fast`: attnlib "
             "inside `record_attention` against attnlib without it.\n\n"]
     text.append(_table(["n", "mask", "raw SDPA", "attnlib / SDPA", "nn.MHA / SDPA",
@@ -254,6 +255,24 @@ def _gpu_tables(gpu: dict, device: str) -> str:
     return "".join(text)
 
 
+TURNS = {"rotated": "one order, rotated every round",
+         "balanced": "in a balanced order: each candidate right after each other equally often"}
+
+
+def _turns(results: dict) -> str:
+    """How the candidates of each measured part took turns (each part records it; parts
+    measured before the balanced order recorded nothing and rotated one order)."""
+    parts = {}
+    for res in results.get("devices", {}).values():
+        if res.get("attention"):
+            parts.setdefault("attention", res["attention"]["settings"].get("turn_order", "rotated"))
+        if res.get("training"):
+            parts.setdefault("training", res["training"].get("turn_order", "rotated"))
+    if len(set(parts.values())) <= 1:
+        return TURNS[next(iter(parts.values()), "rotated")]
+    return "; ".join(f"{part}: {TURNS[order]}" for part, order in parts.items())
+
+
 def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
     """The report; ``docs`` is the link to docs/bench.md relative to where it is written."""
     m = results["machine"]
@@ -283,10 +302,9 @@ def markdown(results: dict, docs: str = "../docs/bench.md") -> str:
         ["OMP_WAIT_POLICY", results.get("omp_wait_policy")],
         ["GPU", m.get("gpu") or "none (CUDA not available: GPU tables not measured)"],
     ]))
-    order = results.get("turn_order", "rotated")  # runs before 2026-11-29 rotated one order
     text.append("\nThe machine is shared with other processes, so absolute times are noisy. "
-                f"Candidates are timed alternately in one loop (the order {order} every round); "
-                "a ratio is the median over rounds of the two times measured in the same round. "
+                f"Candidates are timed alternately in one loop ({_turns(results)}); a ratio is "
+                "the median over rounds of the two times measured in the same round. "
                 "Times are medians.\n")
     for device, res in results.get("devices", {}).items():
         text.append(f"\n## Goals ({device})\n\n")

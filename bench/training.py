@@ -7,7 +7,8 @@
   loss: mean square of the outputs, so only the encoders differ);
 * the Bahdanau model's tokens/s (d2l has no Bahdanau decoder to compare with).
 
-The models take turns step by step on the same batch (in an order shuffled every step).
+The models take turns step by step on the same batch (in a balanced order:
+:func:`bench.common.turn_orders`).
 A step is forward, loss, backward, clipping and an optimiser step; tokens/s counts the
 real (non-padding) target tokens, source tokens for the encoders. Training runs on one
 CPU thread, as :func:`attnlib.training.train_seq2seq` does by default.
@@ -24,7 +25,7 @@ import attnlib
 from attnlib.presets import DATA_DEFAULTS, TRANSFORMER_DEFAULTS, build_model
 from attnlib.training import masked_ce_loss, torch_threads, trim_batch
 
-from .common import sync, turn_orders
+from .common import TURN_ORDER, sync, turn_orders
 
 
 class TorchTransformer(nn.Module):
@@ -157,7 +158,7 @@ def run(device, quick: bool = False, d2l=None, threads: int | None = 1, log=prin
     t = TRANSFORMER_DEFAULTS
     sizes = {k: t[k] for k in ("num_hiddens", "ffn_num_hiddens", "num_heads", "num_blks",
                                "dropout")}
-    result = {"data": data_args, "transformer": sizes, "steps": steps,
+    result = {"data": data_args, "transformer": sizes, "steps": steps, "turn_order": TURN_ORDER,
               "threads": threads if device.type == "cpu" else None}
     with torch_threads(threads, device):
         result["cpu_threads_used"] = torch.get_num_threads()

@@ -3,6 +3,7 @@
 Nothing here asserts a time: only that every candidate runs, agrees with the baseline,
 and that the results are written and judged as documented.
 """
+import collections
 import itertools
 import json
 import os
@@ -97,21 +98,34 @@ def test_interleaved_and_paired_ratio():
     assert len(once["a"]["times_s"]) == 2  # no warm-up to estimate from: the minimum
 
 
-def test_turn_orders_let_every_candidate_follow_every_other():
-    """A fixed order rotated every round puts each candidate after the same other one every time
-    (its caches and allocator state then bias one ratio the same way in every round); the
-    shuffled orders give each candidate every predecessor, and repeat with the seed."""
-    names = ["a", "b", "c", "d"]
-    orders = common.turn_orders(names, 60)
+@pytest.mark.parametrize("k", [2, 3, 4, 6])
+def test_turn_orders_are_balanced(k):
+    """Over each block of the design (k rounds, 2k for an odd k) every candidate comes first
+    equally often and right after each other candidate equally often; one order rotated would
+    put each candidate after the same other one in almost every round."""
+    names = [f"c{i}" for i in range(k)]
+    block = k if k % 2 == 0 else 2 * k
+    orders = common.turn_orders(names, 3 * block)
     assert all(sorted(o) == names for o in orders)
-    calls = [name for order in orders for name in order]
-    before = {n: {p for p, c in itertools.pairwise(calls) if c == n} for n in names}
-    assert all(before[n] >= set(names) - {n} for n in names)  # itself too, across rounds
-    assert orders == common.turn_orders(names, 60) != common.turn_orders(names, 60, seed=1)
+    firsts = collections.Counter(o[0] for o in orders[:block])
+    pairs = collections.Counter(p for o in orders[:block] for p in itertools.pairwise(o))
+    assert set(firsts.values()) == {block // k}
+    assert len(pairs) == k * (k - 1) and set(pairs.values()) == {block // k}
+    assert orders == common.turn_orders(names, 3 * block)  # seeded
+    assert orders[block:2 * block] == orders[:block]
+
+
+def test_turn_orders_place_the_candidates_by_seed_and_drive_the_loops():
+    names = ["a", "b", "c", "d"]
+    assert common.turn_orders(names, 4, seed=0) != common.turn_orders(names, 4, seed=1)
     seen = []
     common.interleaved({n: (lambda n=n: seen.append(n)) for n in names}, CPU, warmup=0,
                        min_repeats=3)
     assert [seen[i:i + 4] for i in (0, 4, 8)] == common.turn_orders(names, 3)
+    seen.clear()
+    steps = {n: (lambda batch, n=n: seen.append(n) or 1) for n in names[:3]}
+    training.race(steps, [None] * 6, CPU, warmup=0)
+    assert [seen[i:i + 3] for i in range(0, 18, 3)] == common.turn_orders(names[:3], 6)
 
 
 def test_limit_and_matmul_peak():
@@ -129,7 +143,7 @@ def test_training_runs_on_tiny_data(d2l):
     for part in ("seq2seq", "encoder", "bahdanau"):
         for v in res[part].values():
             assert v["steps"] == 2 and v["tokens_per_s"] > 0
-    assert res["cpu_threads_used"] == 1
+    assert res["cpu_threads_used"] == 1 and res["turn_order"] == common.TURN_ORDER
     assert res["throughput"]["bahdanau (ch4 preset)"] == res["bahdanau"]["attnlib Bahdanau"]["tokens_per_s"]
 
 
@@ -239,9 +253,13 @@ def test_write_json_and_markdown(tmp_path):
                    "| 16 | padding | 1 ms | 1.040x | 1.100x | 0.945x | 1.200x |",
                    "| padding | 28 | 28 |"):
         assert needle in text
-    assert "(the order rotated every round)" in text  # a run from before the shuffled turns
-    shuffled = report.markdown({**results, "turn_order": "shuffled"})
-    assert "(the order shuffled every round)" in shuffled
+    assert "(one order, rotated every round)" in text  # parts measured before the balanced order
+    cpu = results["devices"]["cpu"]
+    cpu["attention"]["settings"]["turn_order"] = "balanced"
+    assert ("(attention: in a balanced order: each candidate right after each other equally "
+            "often; training: one order, rotated every round)") in report.markdown(results)
+    cpu["training"]["turn_order"] = "balanced"
+    assert "(in a balanced order: each candidate right after each other" in report.markdown(results)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -402,10 +420,11 @@ def test_gpu_kernels_names_what_attnlib_launches_beyond_raw_sdpa(capsys):
     assert "attnlib beyond raw SDPA: " in capsys.readouterr().out
 
 
-def test_contract_cost_switches_off_each_rule_for_its_candidate_only(capsys):
-    """bench.contract_cost: each 'without' candidate really skips its rule (fewer operations: the
-    two where of the zeroing, the sum and add of the NaN-query rule), the others keep it, every
-    output agrees here (no NaN in the inputs), and the library is whole again afterwards."""
+def test_contract_cost_switches_off_each_rule_for_its_candidate_only(capsys, monkeypatch):
+    """bench.contract_cost: each 'without' candidate really skips its rule (the zeroing's two
+    where, their scalars and a transpose; the NaN-query rule's sum and add), the others keep
+    it, every output agrees here (no NaN in the inputs), and the library is whole again
+    afterwards, also after an error."""
     from attnlib import scoring
     from bench import contract_cost
     kept = (scoring.zero_unseen, scoring.nan_where_queries_are)
@@ -416,8 +435,23 @@ def test_contract_cost_switches_off_each_rule_for_its_candidate_only(capsys):
         full = ops[mask, "attnlib"]
         assert ops[mask, "attnlib without NaN queries"] == full - 2  # sum, add
         assert ops[mask, "attnlib without both"] == ops[mask, "attnlib without zeroing"] - 2
-    assert ops["padding", "attnlib without zeroing"] <= ops["padding", "attnlib"] - 2  # where x 2
+    assert ops["padding", "attnlib without zeroing"] == ops["padding", "attnlib"] - 5
     assert ops["none", "attnlib without zeroing"] == ops["none", "attnlib"]  # no mask, no zeroing
     assert (scoring.zero_unseen, scoring.nan_where_queries_are) == kept
-    assert contract_cost.main(["--sizes", "8", "--masks", "none", "--budget", "0"]) == 0
+    # the timed calls are the variants': the rules run once per call of the candidates keeping them
+    calls = collections.Counter()
+    for rule, (name, _) in contract_cost.RULES.items():
+        real = getattr(scoring, name)
+        monkeypatch.setattr(scoring, name, lambda *a, rule=rule, real=real: (
+            calls.update([rule]), real(*a))[1])
+    contract_cost.rows([8], ["padding"], budget_s=0.0, hidden=16, heads=2)
+    # attnlib: reference, agreement, op count, warm-up and 3 rounds (no budget: the minimum) = 7;
+    # the one other candidate keeping the rule: the same without the reference = 6
+    assert calls == {"zeroing": 7 + 6, "NaN queries": 7 + 6}
+    monkeypatch.undo()
+    broken = contract_cost.without(lambda: 1 / 0, ("zeroing", "NaN queries"))
+    with pytest.raises(ZeroDivisionError):
+        broken()
+    assert (scoring.zero_unseen, scoring.nan_where_queries_are) == kept
+    assert contract_cost.main(["--sizes", "8", "--masks", "none", "--budget", "0", "--repeat", "2"]) == 0
     assert "attnlib without both" in capsys.readouterr().out
