@@ -15,7 +15,7 @@ sizes, no notebooks). The parts, each a module with a ``run(...)`` function:
 Two scripts of their own: ``python -m bench.gpu_kernels`` (the kernels one forward launches on
 a GPU) and ``python -m bench.contract_cost`` (what two rules of attnlib's masking contract cost).
 
-Candidates are measured alternately in one loop (one call each per round, in an order
-shuffled every round), so that load from other processes hits all of them alike and the
+Candidates are measured alternately in one loop (one call each per round, in a balanced
+order: :func:`.common.turn_orders`), so that load from other processes hits all of them alike and the
 ratios stay fair even when absolute times are noisy.
 """

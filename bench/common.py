@@ -53,8 +53,8 @@ def interleaved(fns: dict[str, Callable[[], object]], device: torch.device, *,
             for name, ts in times.items()}
 
 
-#: how :func:`turn_orders` orders the candidates; each part's results record it (runs before
-#: 2026-11-30 rotated one order, recorded as nothing)
+#: how :func:`turn_orders` orders the candidates; each part's results record it (earlier runs
+#: recorded nothing: they rotated one order)
 TURN_ORDER = "balanced"
 
 
