@@ -69,7 +69,8 @@ def turn_orders(names: list[str], rounds: int, seed: int = 0) -> list[list[str]]
     every candidate after the same other one in almost every round, so that effect biases a
     ratio the same way round after round instead of averaging out (measured here once: two
     identical attnlib candidates, no mask, n = 16, one thread, came out 1.080x and 1.037x of raw
-    SDPA rotated). A random order each round averages it out only on average."""
+    SDPA rotated). A random order each round removes the bias only on average: some candidate
+    still follows one other candidate more often than the rest."""
     k = len(names)
     first, low, high = [0], 1, k - 1  # the design's first row: 0, 1, k-1, 2, k-2, ...
     while len(first) < k:
