@@ -18,7 +18,8 @@ that does nothing, while the candidates take turns on the same weights, as in th
 ``make bench`` (self-attention, batch 2, 4 heads of 64, fwd+bwd, one thread; each ratio the median
 over rounds of two times measured in the same round). Every attnlib candidate pays about the same
 swapping (under a microsecond). The inputs hold no NaN, so every candidate's output agrees with
-attnlib's; the table says so, and counts the aten operations one forward dispatches.
+raw SDPA's (:func:`bench.attention.check_agreement`); the table says so, and counts the aten
+operations one forward dispatches.
 
 Small differences are noise: without a mask nothing is zeroed, so "attnlib without zeroing" runs
 the same code as "attnlib" there, and the gap between those two rows is the noise of the
@@ -35,7 +36,7 @@ import torch
 from attnlib import scoring
 from attnlib.training import torch_threads
 
-from .attention import MASKS, NN_MHA, _forward_backward, module_candidates
+from .attention import MASKS, NN_MHA, _forward_backward, check_agreement, module_candidates
 from .common import count_ops, interleaved, machine_info, paired_ratio
 
 CPU = torch.device("cpu")
@@ -68,7 +69,7 @@ def without(fn, rules):
 def rows(sizes, masks, budget_s: float = 3.0, batch: int = 2, hidden: int = 256,
          heads: int = 4) -> list[dict]:
     """One row per (n, mask, candidate): fwd+bwd ratios to raw SDPA and to nn.MHA, the aten
-    operations of one forward, and whether the output agrees with attnlib's."""
+    operations of one forward, and whether the output agrees with raw SDPA's."""
     out = []
     with torch_threads(1, CPU):
         for n in sizes:
@@ -77,10 +78,7 @@ def rows(sizes, masks, budget_s: float = 3.0, batch: int = 2, hidden: int = 256,
                 fns, params, _ = module_candidates(batch, hidden, heads, n, mask, CPU)
                 cands = {"sdpa": fns["sdpa"], NN_MHA: fns[NN_MHA]}
                 cands |= {name: without(fns["attnlib"], r) for name, r in VARIANTS.items()}
-                with torch.no_grad():
-                    ref = cands["attnlib"]()[0]
-                    agrees = {c: torch.allclose(f()[0], ref, rtol=1e-5, atol=1e-6)
-                              for c, f in cands.items()}
+                agrees = check_agreement(cands)
                 ops = {c: len(count_ops(f)) for c, f in cands.items()}
                 res = interleaved({c: _forward_backward(f, params) for c, f in cands.items()}, CPU,
                                   budget_s=budget_s, max_repeats=200, warmup=1)

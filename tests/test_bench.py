@@ -445,9 +445,9 @@ def test_contract_cost_switches_off_each_rule_for_its_candidate_only(capsys, mon
         monkeypatch.setattr(scoring, name, lambda *a, rule=rule, real=real: (
             calls.update([rule]), real(*a))[1])
     contract_cost.rows([8], ["padding"], budget_s=0.0, hidden=16, heads=2)
-    # attnlib: reference, agreement, op count, warm-up and 3 rounds (no budget: the minimum) = 7;
-    # the one other candidate keeping the rule: the same without the reference = 6
-    assert calls == {"zeroing": 7 + 6, "NaN queries": 7 + 6}
+    # each of the two candidates keeping a rule: agreement, op count, warm-up and 3 rounds (no
+    # budget: the minimum) = 6 calls
+    assert calls == {"zeroing": 2 * 6, "NaN queries": 2 * 6}
     monkeypatch.undo()
     broken = contract_cost.without(lambda: 1 / 0, ("zeroing", "NaN queries"))
     with pytest.raises(ZeroDivisionError):
