@@ -96,19 +96,16 @@
   const ready = (fn) => (document.readyState === "loading"
     ? document.addEventListener("DOMContentLoaded", fn) : fn());
 
-  // ---------------------------------------------------------------- Back
-  // Back (or Forward) to a chapter returns to the paragraph or cell the reader left. The browser
-  // restores a pixel offset, which lands elsewhere on a chapter: sections and cells far from the
-  // screen take an estimated height until they are laid out (_css/render.css), and the estimates
-  // then differ from the heights of the visit before (on a phone, 390 px, Back on chapter 7 landed
-  // 2,800 px off). So the page keeps, in its history entry, the block at the top of the screen (its
-  // section's anchor and its place among that section's children) and how far above the top it
-  // began, and scrolls back to that block.
+  // ---------------------------------------------------------------- where the reader is
+  // The block (paragraph, cell, heading, ...) at the top of the screen, under the pinned header:
+  // Back returns to it, and the language link goes to its section.
   const TOP_BLOCKS = "article.bd-article section[id] > *:not(section)";
   // the block under the top line, found by what is drawn there (a block the browser has not laid
   // out, far from the screen, reports no true position)
   const blockAt = (line) => {
-    const box = document.querySelector("article.bd-article").getBoundingClientRect();
+    const article = document.querySelector("article.bd-article");
+    if (!article) return null; // the search page, the index
+    const box = article.getBoundingClientRect();
     for (const dy of [1, 8, 24, 48, 96]) {
       const hit = document.elementFromPoint(box.left + box.width / 4, line + dy);
       const block = hit && hit.closest(TOP_BLOCKS);
@@ -120,6 +117,15 @@
   const pinnedBottom = () => Math.max(0, ...[...document.querySelectorAll(".bd-header, .bd-header-article")]
     .filter((e) => ["sticky", "fixed"].includes(getComputedStyle(e).position))
     .map((e) => e.offsetHeight)) + 1;
+
+  // ---------------------------------------------------------------- Back
+  // Back (or Forward) to a chapter returns to the paragraph or cell the reader left. The browser
+  // restores a pixel offset, which lands elsewhere on a chapter: sections and cells far from the
+  // screen take an estimated height until they are laid out (_css/render.css), and the estimates
+  // then differ from the heights of the visit before (on a phone, 390 px, Back on chapter 7 landed
+  // 2,800 px off). So the page keeps, in its history entry, the block at the top of the screen (its
+  // section's anchor and its place among that section's children) and how far above the top it
+  // began, and scrolls back to that block.
   ready(() => {
     if (!("scrollRestoration" in history) || !document.querySelector("article.bd-article")) return;
     history.scrollRestoration = "manual"; // kept in this page's history entry
@@ -176,11 +182,8 @@
     document.querySelectorAll(".language-switch a").forEach((link) => {
       const go = () => {
         const base = link.getAttribute("href").split("#")[0];
-        let here = location.hash.slice(1);
-        for (const section of document.querySelectorAll("main section[id]")) {
-          const heading = section.querySelector("h1, h2, h3, h4, h5, h6");
-          if (heading && heading.getBoundingClientRect().top <= 120) here = section.id;
-        }
+        const block = blockAt(pinnedBottom());
+        const here = block ? block.parentElement.id : location.hash.slice(1);
         link.setAttribute("href", here ? `${base}#${here}` : base);
       };
       link.addEventListener("click", go);
